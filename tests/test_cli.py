@@ -1,0 +1,96 @@
+"""The `setree` command end to end, as a user runs it (subprocesses), and the cases of shared/cases through the CLI."""
+import json, os, subprocess, sys
+from pathlib import Path
+import pytest
+
+def run(*args, input=None, env=None, timeout=300):
+    "Run `python -m setree.cli ARGS` (the console script's entry point); return the CompletedProcess."
+    code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], input=input, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=timeout, encoding="utf-8")
+
+def one_line_error(p):
+    assert p.returncode != 0
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("setree: error:") or "usage:" in p.stderr, p.stderr
+    return p.stderr
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory):
+    d = tmp_path_factory.mktemp("kb")
+    facts = d / "facts.txt"
+    facts.write_text("\n".join(["the user writes C++20", "the user prefers dark mode", "the user lives near a lake",
+                                "the user grows tomatoes", "the user has a cat named Miso", "the user builds with CMake",
+                                "the user flew to Lisbon", "the user composts kitchen scraps", "the user runs 5 km",
+                                "the user bakes sourdough bread"]) + "\n", encoding="utf-8")
+    db = d / "kb.db"
+    p = run("build", facts, "--db", db, "--embedder", "hashing", "--quiet")
+    assert p.returncode == 0, p.stderr
+    return d, db
+
+def test_build_stats_inspect(kb):
+    d, db = kb
+    s = json.loads(run("stats", "--db", db, "--json").stdout)
+    assert s["facts"] == 10 and s["nodes"] > 10
+    out = run("inspect", "--db", db).stdout
+    assert out.count("[fact ") == 10
+
+def test_retrieve_within_budget_and_exit_codes(kb):
+    from setree.core import count_tokens
+    d, db = kb
+    for budget in (60, 120, 1000):
+        p = run("retrieve", "dark mode editor", "--db", db, "--budget", budget)
+        assert p.returncode == 0, p.stderr
+        assert count_tokens(p.stdout.rstrip("\n")) <= budget
+    full = run("retrieve", "anything", "--db", db, "--budget", 10**6, "--json")
+    res = json.loads(full.stdout)
+    assert res["status"] == "ok" and sum(i["kind"] == "fact" for i in res["items"]) == 10
+    small = run("retrieve", "dark mode", "--db", db, "--budget", 1, "--json")     # C-13
+    assert small.returncode == 3 and json.loads(small.stdout)["status"] == "budget_too_small"
+    assert json.loads(small.stdout)["min_budget"] > 1
+
+@pytest.mark.parametrize("budget", ["0", "-5", "12.5", "nan", "true", "", "1e3"])
+def test_bad_budgets_are_refused(kb, budget):                                      # C-15
+    d, db = kb
+    p = run("retrieve", "x", "--db", db, f"--budget={budget}")
+    assert p.returncode == 2 and "positive integer" in p.stderr and "Traceback" not in p.stderr
+
+def test_bad_input_is_one_line(tmp_path):
+    assert "not found" in one_line_error(run("build", tmp_path / "missing.txt", "--db", tmp_path / "x.db"))
+    empty = tmp_path / "empty.txt"; empty.write_text("\n\n")
+    assert "no facts" in one_line_error(run("build", empty, "--db", tmp_path / "x.db"))
+    assert "not found" in one_line_error(run("stats", "--db", tmp_path / "nope.db"))
+    junk = tmp_path / "junk.db"; junk.write_bytes(b"not a database at all" * 10)
+    one_line_error(run("stats", "--db", junk))
+    cfg = tmp_path / "cfg.json"; cfg.write_text('{"betta": 1}')
+    facts = tmp_path / "f.txt"; facts.write_text("a fact\nanother fact\n")
+    assert "betta" in one_line_error(run("build", facts, "--db", tmp_path / "y.db", "--config", cfg, "--embedder", "hashing"))
+    assert "betta" in one_line_error(run("build", facts, "--db", tmp_path / "y.db", "--embedder", "hashing", env={"SETREE_CONFIG": str(cfg)}))
+
+def test_jsonl_and_stdin(tmp_path):
+    f = tmp_path / "f.jsonl"
+    f.write_text('{"id": "a", "text": "the user writes C++20", "meta": {"src": "x"}}\n{"text": "用户喜欢喝绿茶 🍣"}\n', encoding="utf-8")
+    db = tmp_path / "j.db"
+    assert run("build", f, "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    res = json.loads(run("retrieve", "tea", "--db", db, "--budget", 1000, "--json").stdout)
+    texts = {i["text"] for i in res["items"] if i["kind"] == "fact"}
+    assert texts == {"the user writes C++20", "用户喜欢喝绿茶 🍣"}                      # C-11: byte for byte
+    p = run("build", "-", "--db", tmp_path / "s.db", "--embedder", "hashing", "--quiet", input="one fact\ntwo facts\n")
+    assert p.returncode == 0, p.stderr
+    bad = tmp_path / "bad.jsonl"; bad.write_text('{"text": "ok"}\n{"txt": "typo"}\n')
+    assert "unknown key" in one_line_error(run("build", bad, "--db", tmp_path / "b.db", "--embedder", "hashing"))
+
+def test_empty_and_tiny_knowledge_bases(tmp_path):                                 # C-01, C-02
+    for n in (1, 2, 3):
+        f = tmp_path / f"f{n}.txt"
+        f.write_text("\n".join(["the user writes C++20", "the user prefers dark mode", "the user lives near a lake"][:n]))
+        db = tmp_path / f"t{n}.db"
+        assert run("build", f, "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+        res = json.loads(run("retrieve", "editor theme", "--db", db, "--budget", 1000, "--json").stdout)
+        assert sorted(i["text"] for i in res["items"]) == sorted(f.read_text().splitlines())
+
+def test_demo_runs_offline():
+    p = run("demo", timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("===") == 3 and "sourdough" in p.stdout.lower()

@@ -1,0 +1,45 @@
+"""Issue acceptance on real data: LoCoMo conv-26 through `setree import locomo` + `setree build`, then every question
+retrieved at budgets 256, 512, 1024 and 2048 (one process, `--prompts-file`): every result within budget, recounted
+independently with a fresh tokenizer, and status ok. Skips when ../shared/data is absent."""
+import json, os, subprocess, sys
+import numpy as np
+import pytest
+from setree.embed import shared_data
+
+LOCOMO = shared_data("locomo", "locomo_dev.json")
+pytestmark = pytest.mark.skipif(LOCOMO is None, reason="../shared/data/locomo/locomo_dev.json is absent")
+
+def setree(*args, timeout=900):
+    code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
+    p = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=timeout, encoding="utf-8")
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+def test_conv26_every_question_within_budget(tmp_path):
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+    from setree.core import default_vocab_path
+    facts, db, prompts = tmp_path / "conv26.jsonl", tmp_path / "conv26.db", tmp_path / "questions.txt"
+    setree("import", "locomo", LOCOMO, "--conversation", "conv-26", "--out", facts)
+    rows = [json.loads(l) for l in facts.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 184 and all(r["meta"]["dia_ids"] for r in rows)          # README: 184 observations
+    setree("build", facts, "--db", db, "--quiet")
+    qa = next(c for c in json.loads(LOCOMO.read_text()) if c["sample_id"] == "conv-26")["qa"]
+    questions = [q["question"].replace("\n", " ") for q in qa]
+    prompts.write_text("\n".join(questions) + "\n", encoding="utf-8")
+    # an independent recount: a tokenizer built here from the vocabulary, not the library's counter
+    tok = Tokenizer(models.WordPiece.from_file(str(default_vocab_path()), unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    report = []
+    for budget in (256, 512, 1024, 2048):
+        out = setree("retrieve", "--prompts-file", prompts, "--db", db, "--budget", budget)
+        res = [json.loads(l) for l in out.splitlines()]
+        assert len(res) == len(questions) == 199
+        assert all(r["status"] == "ok" for r in res)
+        used = np.array([len(tok.encode(r["rendered"], add_special_tokens=False).ids) for r in res])
+        assert (used <= budget).all(), (budget, used.max())
+        assert (used == [r["total_tokens"] for r in res]).all()
+        lat = np.array([r["latency_ms"] for r in res])
+        report.append(f"budget {budget}: tokens used median {np.median(used):.0f} max {used.max()}; "
+                      f"latency P50 {np.percentile(lat, 50):.1f} ms P99 {np.percentile(lat, 99):.1f} ms")
+    print("\n".join(report))
