@@ -12,20 +12,20 @@ from .core import as_facts
 
 # %% auto #0
 __all__ = ['DEMO_PROMPTS', 'COMMANDS', 'UsageError', 'read_facts', 'load_config', 'cmd_build', 'cmd_retrieve', 'cmd_stats',
-           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
+           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'cmd_bench', 'main']
 
-# %% ../nbs/08_cli.ipynb #5d759835
+# %% ../nbs/08_cli.ipynb #76ee132c
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2."
 
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt unless it starts with '{')
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file."
-    if path == "-": text, kind = sys.stdin.read(), None
+    if path == "-": text, kind = sys.stdin.read().removeprefix("\ufeff"), None
     else:
         p = Path(path)
         if not p.is_file(): raise UsageError(f"fact file not found: {path}")
-        try: text = p.read_text(encoding="utf-8")
+        try: text = p.read_text(encoding="utf-8-sig")   # a byte-order mark is not part of the first fact
         except UnicodeDecodeError as e: raise UsageError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
         kind = p.suffix.lower()
     if kind is None: kind = ".jsonl" if text.lstrip().startswith("{") else ".txt"
@@ -36,6 +36,8 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
             try: obj = json.loads(line)
             except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
             if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
+            try: as_facts([obj])
+            except (ValueError, TypeError) as e: raise UsageError(f"{path}: line {n}: {str(e).removeprefix('fact 0: ')}") from None
             items.append(obj)
     elif kind in (".txt", ""): items = [l for l in text.splitlines() if l.strip()]
     else: raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
@@ -43,7 +45,7 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
     try: return as_facts(items)
     except (ValueError, TypeError) as e: raise UsageError(f"{path}: {e}") from None
 
-# %% ../nbs/08_cli.ipynb #74b50dee
+# %% ../nbs/08_cli.ipynb #cd2a12bd
 def load_config(path:str|None, # --config value, or None
                )->Config|None:
     "The config file named by `--config` or `$SETREE_CONFIG` (empty = not given); None when neither. Raises `UsageError`."
@@ -58,6 +60,13 @@ def _merge(base:Config, overrides:dict)->Config:
     try: return base.replace(**{k: v for k, v in overrides.items() if v is not None})
     except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
 
+def _depth(s:str)->int:
+    "argparse type for --depth: a non-negative integer."
+    try: v = int(s, 10)
+    except ValueError: v = -1
+    if v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {s!r}")
+    return v
+
 def _positive_int(s:str)->int:
     "argparse type for budgets: only positive integers (case C-15: '12.5', '0', '-5', 'nan', 'true' are refused)."
     try: v = int(s, 10)
@@ -65,15 +74,16 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #1f613d34
+# %% ../nbs/08_cli.ipynb #fb00256d
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
 def _open_store(path:str, create:bool=False):
+    "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
     from setree.store import Store, StoreError
     p = Path(path)
     if not create and not p.exists(): raise UsageError(f"store not found: {path}")
-    try: return Store(p, create=create)
+    try: return Store(p, create=True) if create else Store(p, create=False, readonly=True)
     except StoreError as e: raise UsageError(str(e)) from None
 
 def _embedder(name:str):
@@ -105,7 +115,7 @@ def cmd_build(args)->int:
     _out(args, human, data)
     return 0
 
-# %% ../nbs/08_cli.ipynb #72322581
+# %% ../nbs/08_cli.ipynb #9dca7ad4
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -129,7 +139,7 @@ def _human(cover)->str:
 def _read_prompts(path:str)->list[str]:
     p = Path(path)
     if not p.is_file(): raise UsageError(f"prompts file not found: {path}")
-    prompts = [l for l in p.read_text(encoding="utf-8").splitlines() if l.strip()]
+    prompts = [l for l in p.read_text(encoding="utf-8-sig").splitlines() if l.strip()]
     if not prompts: raise UsageError(f"{path}: no prompts in the file")
     return prompts
 
@@ -152,7 +162,10 @@ def cmd_retrieve(args)->int:
 
 def cmd_stats(args)->int:
     "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size."
-    with _open_store(args.db) as st: s = st.stats()
+    from setree.store import StoreError
+    with _open_store(args.db) as st:
+        try: s = st.stats()
+        except StoreError as e: raise UsageError(str(e)) from None
     _out(args, "\n".join(f"{k}: {v}" for k, v in s.items()), s)
     return 0
 
@@ -189,7 +202,7 @@ def cmd_inspect(args)->int:
     else: print(outline(tree, args.depth))
     return 0
 
-# %% ../nbs/08_cli.ipynb #c0502a47
+# %% ../nbs/08_cli.ipynb #18397902
 DEMO_PROMPTS = [("Give me an overview of who Mara is.", 120),
                 ("What should I cook for Mara this weekend?", 200),
                 ("What is the name of Mara's sourdough starter?", 60)]
@@ -221,8 +234,13 @@ def cmd_demo(args)->int:
 def cmd_import_locomo(args)->int:
     "setree import locomo FILE --conversation ID --out FACTS.jsonl: one conversation's observations as facts."
     from setree.evaluate import load_locomo
-    if not Path(args.file).is_file(): raise UsageError(f"LoCoMo file not found: {args.file}")
-    convs = {c.sample_id: c for c in load_locomo(args.file)}
+    src, out = Path(args.file), Path(args.out)
+    if not src.is_file(): raise UsageError(f"LoCoMo file not found: {args.file}")
+    if out.exists() and out.resolve() == src.resolve(): raise UsageError(f"--out {args.out} is the input file: choose another path")
+    if out.is_dir(): raise UsageError(f"--out {args.out} is a directory: give a file path")
+    if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
+    try: convs = {c.sample_id: c for c in load_locomo(src)}
+    except (ValueError, KeyError, TypeError) as e: raise UsageError(f"{args.file}: not a LoCoMo file ({e})") from None
     if args.conversation not in convs: raise UsageError(f"no conversation {args.conversation!r} in {args.file}; there are {sorted(convs)}")
     facts = convs[args.conversation].facts
     with open(args.out, "w", encoding="utf-8") as f:
@@ -230,7 +248,7 @@ def cmd_import_locomo(args)->int:
     _out(args, f"wrote {len(facts)} facts of {args.conversation} to {args.out}", {"conversation": args.conversation, "facts": len(facts), "out": args.out})
     return 0
 
-# %% ../nbs/08_cli.ipynb #182be349
+# %% ../nbs/08_cli.ipynb #6da0b17c
 def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
@@ -239,23 +257,26 @@ def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
     from setree.evaluate import evaluate_locomo
     if not Path(args.data).is_file(): raise UsageError(f"LoCoMo file not found: {args.data}")
+    if Path(args.out).exists() and not Path(args.out).is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
     cfg = load_config(args.config)
     log = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
     try: rows = evaluate_locomo(args.data, budgets=args.budgets, out_dir=args.out, build_config=cfg, mode=args.mode,
                                 conversations=args.conversations.split(",") if args.conversations else None, log=log)
-    except ValueError as e: raise UsageError(str(e)) from None
+    except (ValueError, KeyError, TypeError) as e: raise UsageError(f"{args.data}: {e}") from None
+    too_small = sorted({r["budget"] for r in rows if r.get("tokens", 1) == 0 and r.get("method") == "setree"})
+    if too_small: print(f"setree: warning: budget(s) {too_small} are below the cheapest cover of some knowledge bases: those contexts are empty", file=sys.stderr)
     print((Path(args.out) / "summary.md").read_text(encoding="utf-8"))
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #82300d4e
+# %% ../nbs/08_cli.ipynb #fa3b10c1
 def _parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    def common(sp, db=True):
-        if db: sp.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
+    def common(sp, config=True):
+        sp.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
         sp.add_argument("--json", action="store_true", help="machine-readable output")
-        sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG)")
+        if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG)")
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); common(b)
     b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin")
     b.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive")
@@ -269,9 +290,9 @@ def _parser()->argparse.ArgumentParser:
     r.add_argument("--prompts-file", default=None, help="answer every line of this file; JSON lines out")
     r.add_argument("--budget", type=_positive_int, default=None, help="tokens (default: the config's default_budget)")
     for k in ("beta", "gamma", "tau", "min_score"): r.add_argument("--" + k.replace("_", "-"), dest=k, type=float, default=None)
-    s = sub.add_parser("stats", help="what the store holds"); common(s)
-    i = sub.add_parser("inspect", help="the tree as an outline"); common(i)
-    i.add_argument("--depth", type=int, default=None, help="deepest level of the outline to show (0 = root)")
+    s = sub.add_parser("stats", help="what the store holds"); common(s, config=False)
+    i = sub.add_parser("inspect", help="the tree as an outline"); common(i, config=False)
+    i.add_argument("--depth", type=_depth, default=None, help="deepest level of the outline to show (0 = root)")
     d = sub.add_parser("demo", help="build the bundled demo knowledge base and show three retrievals")
     d.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
     im = sub.add_parser("import", help="convert evaluation data into a fact file")
@@ -287,10 +308,17 @@ def _parser()->argparse.ArgumentParser:
     el.add_argument("--conversations", default=None, help="comma-separated sample ids (default: all)")
     el.add_argument("--mode", choices=["observations", "turns"], default="observations")
     el.add_argument("--config", default=None); el.add_argument("--quiet", action="store_true")
+    from setree.bench import add_bench_args
+    add_bench_args(sub.add_parser("bench", help="the scaling ladder: build, store and query times from 100 to 50,000 facts"))
     return p
 
+def cmd_bench(args)->int:
+    "setree bench [--sizes ...] [--out-dir DIR]: see `setree.bench`."
+    from setree.bench import cmd_bench as run
+    return run(args)
+
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
-            "import": cmd_import_locomo, "eval": cmd_eval}
+            "import": cmd_import_locomo, "eval": cmd_eval, "bench": cmd_bench}
 
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         )->int: # exit code: 0 ok, 1 failure, 2 bad usage/input, 3 budget too small
@@ -301,5 +329,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
     try: return COMMANDS[args.command](args)
     except UsageError as e: print(f"setree: error: {e}", file=sys.stderr); return 2
     except KeyboardInterrupt: print("setree: interrupted", file=sys.stderr); return 130
+    except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a bug or an environment problem: still one line, with its type
         print(f"setree: error: {type(e).__name__}: {e}", file=sys.stderr); return 1

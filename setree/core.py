@@ -15,7 +15,7 @@ import numpy as np
 __all__ = ['VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'Fact', 'is_blank', 'fact_id', 'as_facts', 'default_vocab_path',
            'wordpiece_tokenizer', 'count_tokens', 'ClusterLevel', 'Tree']
 
-# %% ../nbs/00_core.ipynb #1159fec3
+# %% ../nbs/00_core.ipynb #78408270
 @dataclass(frozen=True)
 class Fact:
     "One atomic assertion: a leaf (level 0) of the tree."
@@ -23,27 +23,41 @@ class Fact:
     text: str  # the assertion, stored whole
     meta: dict = field(default_factory=dict, compare=False)  # optional metadata (source, timestamp, ...)
 
+_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800")  # letters/symbols that render as nothing (Hangul fillers, blank Braille)
+
 def is_blank(text:str # any string
             )->bool: # True when nothing visible remains
-    "True when `text` holds no visible character: only whitespace, control (Cc) or format (Cf) characters."
-    return all(ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
+    "True when `text` holds no visible character: no letter, number, punctuation or symbol (Unicode L, N, P, S) other than invisible fillers."
+    return not any(unicodedata.category(ch)[0] in "LNPS" and ch not in _INVISIBLE for ch in text)
 
 def fact_id(text:str # fact text
            )->str: # `f` + 12 hex digits of SHA-256(text)
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #51c9166a
+# %% ../nbs/00_core.ipynb #f7e8405d
+def _check_id_meta(i, fid, meta):
+    if fid is not None:
+        if isinstance(fid, bool) or not isinstance(fid, (str, int)): raise TypeError(f"fact {i}: id must be a string, got {type(fid).__name__}")
+        if isinstance(fid, str) and is_blank(fid): raise ValueError(f"fact {i}: id is blank")
+    if meta is not None and not isinstance(meta, dict): raise TypeError(f"fact {i}: meta must be an object (dict), got {type(meta).__name__}")
+    return fid, meta
+
 def _one_fact(i, item):
-    if isinstance(item, Fact): return item.id, item.text, dict(item.meta)
+    fid, text, meta = _raw_fact(i, item)
+    fid, meta = _check_id_meta(i, fid, meta)
+    return fid, text, dict(meta or {})
+
+def _raw_fact(i, item):
+    if isinstance(item, Fact): return item.id, item.text, item.meta
     if isinstance(item, str): return None, item, {}
     if isinstance(item, dict):
         unknown = set(item) - {"id", "text", "meta"}
         if unknown: raise ValueError(f"fact {i}: unknown key(s) {sorted(unknown)}; expected 'text', optional 'id' and 'meta'")
         if "text" not in item: raise ValueError(f"fact {i}: missing 'text'")
-        return item.get("id"), item["text"], dict(item.get("meta") or {})
+        return item.get("id"), item["text"], item.get("meta")
     if isinstance(item, (tuple, list)) and len(item) in (2, 3):
-        return item[0], item[1], dict(item[2] if len(item) == 3 and item[2] else {})
+        return item[0], item[1], (item[2] if len(item) == 3 else None)
     raise TypeError(f"fact {i}: expected a string, a Fact, a dict with 'text', or an (id, text[, meta]) tuple; got {type(item).__name__}")
 
 def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, text[, meta]) tuples
@@ -54,13 +68,13 @@ def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, tex
     raw = [_one_fact(i, it) for i, it in enumerate(items)]
     bad_type = [i for i, (_, t, _) in enumerate(raw) if not isinstance(t, str)]
     if bad_type: raise TypeError(f"fact text must be a string; not at index {bad_type[:20]}")
-    blank = [i for i, (_, t, _) in enumerate(raw) if is_blank(t)]
-    if blank: raise ValueError(f"{len(blank)} blank fact(s) (empty, whitespace or invisible characters only) at index {blank[:20]}")
     unenc = []
     for i, (_, t, _) in enumerate(raw):
         try: t.encode("utf-8")
         except UnicodeEncodeError: unenc.append(i)
     if unenc: raise ValueError(f"fact text is not valid Unicode (lone surrogate) at index {unenc[:20]}")
+    blank = [i for i, (_, t, _) in enumerate(raw) if is_blank(t)]
+    if blank: raise ValueError(f"{len(blank)} blank fact(s) (empty, whitespace or invisible characters only) at index {blank[:20]}")
     facts, seen = [], {}
     for fid, text, meta in raw:
         if fid is None:

@@ -200,7 +200,7 @@ def get_embedder(name:str="minilm", # "minilm" or "hashing"
     if key not in _shared: _shared[key] = MiniLMEmbedder(**kwargs) if name == "minilm" else HashingEmbedder(**kwargs)
     return _shared[key]
 
-# %% ../nbs/01_embed.ipynb #66dc4851
+# %% ../nbs/01_embed.ipynb #b8798c65
 def locomo_observations(path:str|Path, # locomo_dev.json
                         limit:int|None=None, # first `limit` observations
                        )->list[str]:
@@ -215,8 +215,10 @@ def locomo_observations(path:str|Path, # locomo_dev.json
     return out[:limit]
 
 def shared_data(*parts:str)->Path|None:
-    "`../shared/data/<parts>` (or `$SETREE_SHARED_DATA/<parts>`) if it exists, else None: benchmarks and tests skip without it."
-    roots = [os.environ.get("SETREE_SHARED_DATA")] + [str(p / "shared" / "data") for p in [Path.cwd(), *Path.cwd().parents]]
+    """`$SETREE_SHARED_DATA/<parts>` when that variable is set (and only there), else `shared/data/<parts>` in the working
+    directory or one of its parents; None when absent: benchmarks and tests skip without it."""
+    env = os.environ.get("SETREE_SHARED_DATA")
+    roots = [env] if env else [str(p / "shared" / "data") for p in [Path.cwd(), *Path.cwd().parents]]
     for r in roots:
         if r and (Path(r).joinpath(*parts)).exists(): return Path(r).joinpath(*parts)
     return None

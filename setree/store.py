@@ -147,7 +147,7 @@ def _check_tree(t:Tree):
     try: check_layout(t)   # parents above children, root last, children == parent, no orphans (setree.fidelity)
     except (ValueError, TypeError, IndexError) as e: raise InvalidTree(f"broken tree structure: {e}") from None
 
-# %% ../nbs/07_store.ipynb #1e56900e
+# %% ../nbs/07_store.ipynb #2c312ef2
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -174,6 +174,7 @@ class Store:
             if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable; open it with readonly=True")
             with open(p, "rb") as fh: head = fh.read(16)
             if head and head != b"SQLite format 3\x00": raise StoreError(f"{p} is not a setree store: not an SQLite database file")
+            if not head and (readonly or not create): raise StoreError(f"{p} is not a setree store: an empty file")
         try:
             self._con = sqlite3.connect(p.as_uri() + ("?mode=ro" if readonly else "?mode=rwc"), uri=True, timeout=self.timeout_s,
                                         isolation_level=None, check_same_thread=False)
@@ -379,9 +380,9 @@ def _load(self:Store)->Tree:
 
 Store.load = _load
 
-# %% ../nbs/07_store.ipynb #12fc6712
+# %% ../nbs/07_store.ipynb #6ad3807a
 def _stats(self:Store)->dict:
-    "Summary of the store: facts, nodes, levels, depth, embedder_id, seed, schema_version, size_bytes, summarizers, truncated, path."
+    "Summary of the store: facts, nodes, levels, depth, embedder_id, seed, schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreError` for a damaged file (SQLite `PRAGMA quick_check`)."
     def read(con):
         meta = _meta(con)
         n_facts = con.execute("SELECT count(*) FROM facts").fetchone()[0]
@@ -392,6 +393,9 @@ def _stats(self:Store)->dict:
                     summarizers=dict(con.execute("SELECT summarizer, count(*) FROM nodes WHERE v >= ? GROUP BY summarizer ORDER BY summarizer", (n_facts,))),
                     truncated=con.execute("SELECT coalesce(sum(truncated), 0) FROM facts").fetchone()[0])
     out = self._txn(read, write=False)
+    problems = [r[0] for r in self._txn(lambda con: con.execute("PRAGMA quick_check").fetchall(), write=False)]
+    if problems != ["ok"]: raise StoreError(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})")
+    out["integrity"] = "ok"
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 

@@ -3,6 +3,7 @@
     python tools/nb.py from-py SRC.py DST.ipynb   # percent-format script -> notebook
     python tools/nb.py run NB.ipynb [NB ...]       # execute in place, keep outputs (execnb)
     python tools/nb.py to-py NB.ipynb DST.py       # notebook -> percent-format script
+    python tools/nb.py sync SRC.py NB.ipynb        # like from-py, but cells whose source is unchanged keep their outputs
 
 Percent format: a line `# %%` starts a code cell, `# %% [markdown]` a markdown cell
 whose lines carry a leading `# ` that is stripped.
@@ -33,6 +34,19 @@ def from_py(src, dst):
           "nbformat": 4, "nbformat_minor": 5}
     Path(dst).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
+def sync(src, dst):
+    old = json.loads(Path(dst).read_text()) if Path(dst).exists() else {"cells": []}
+    src_of = lambda c: "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+    kept = {src_of(c): c for c in old["cells"] if c["cell_type"] == "code"}
+    from_py(src, dst)
+    nb = json.loads(Path(dst).read_text())
+    for c in nb["cells"]:
+        o = kept.get(src_of(c))
+        if c["cell_type"] == "code" and o is not None:
+            c["outputs"], c["execution_count"] = o.get("outputs", []), o.get("execution_count")
+            if "id" in o: c["id"] = o["id"]
+    Path(dst).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
 def to_py(src, dst):
     nb = json.loads(Path(src).read_text())
     out = []
@@ -59,6 +73,7 @@ if __name__ == "__main__":
     cmd, *args = sys.argv[1:]
     if cmd == "from-py": from_py(*args)
     elif cmd == "to-py": to_py(*args)
+    elif cmd == "sync": sync(*args)
     elif cmd == "run":
         for a in [Path(a).resolve() for a in args]: run(a)
     else: sys.exit(__doc__)
