@@ -21,9 +21,9 @@ class Config:
     "Every parameter of SPEC.md 'Parameters', validated. Units: tokens for lengths and budgets, radians for `epsilon`."
     beta: float = 0.0            # weight of the level loss dloss_p in the capability score
     gamma: float = 0.0           # weight of what the parent summary already conveys, in the per-fact gap
-    tau: float = 0.0             # temperature of the aggregation over a child's facts (0 = max, inf = mean)
+    tau: float = 0.02            # temperature of the aggregation over a child's facts (0 = max, inf = mean); calibrated in 11_calibrate
     min_score: float = -math.inf # expansions scoring below this stop the walk
-    summary_tokens: int = 30     # target summary length, tokens (the prototype's value; SPEC)
+    summary_tokens: int = 15     # target summary length, tokens (calibrated in 11_calibrate; the prototype used 30)
     epsilon: float = 1.0         # radians: max angle between a parent summary and a child centroid (SPEC default)
     faithfulness_threshold: int = 60  # nodes below it are re-summarized by maintenance (SPEC default)
     default_budget: int = 4096   # tokens, when a call gives no budget (SPEC default)

@@ -202,10 +202,10 @@ def cmd_inspect(args)->int:
     else: print(outline(tree, args.depth))
     return 0
 
-# %% ../nbs/08_cli.ipynb #18397902
+# %% ../nbs/08_cli.ipynb #d1b86891
 DEMO_PROMPTS = [("Give me an overview of who Mara is.", 120),
                 ("What should I cook for Mara this weekend?", 200),
-                ("What is the name of Mara's sourdough starter?", 60)]
+                ("What is the name of Mara's sourdough starter?", 100)]
 
 def demo_facts()->list[str]:
     "The bundled demo knowledge base: 60 facts about a fictional person (Mara) across ~8 topics."

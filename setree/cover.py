@@ -27,13 +27,13 @@ def check_budget(budget # the token budget of one call: a positive Python or num
     if budget <= 0: raise ValueError(f"budget must be a positive integer number of tokens, got {int(budget)}")
     return int(budget)
 
-# %% ../nbs/06_cover.ipynb #cede2cc1
+# %% ../nbs/06_cover.ipynb #f3640570
 @dataclass(frozen=True)
 class CoverParams:
-    "Query-time parameters (SPEC 'The capability score', 'Parameters'). Provisional defaults tau = gamma = beta = 0, min_score = -inf."
+    "Query-time parameters (SPEC 'The capability score', 'Parameters'). Defaults calibrated in 11_calibrate: tau = 0.02, gamma = beta = 0, min_score = -inf."
     beta: float = 0.0             # weight of the parent's level loss dloss_p
     gamma: float = 0.0            # weight of what the parent summary already conveys, in the per-fact gap
-    tau: float = 0.0              # temperature of the aggregation over a child's facts: 0 = max, math.inf = mean
+    tau: float = 0.02             # temperature of the aggregation over a child's facts: 0 = max, math.inf = mean (calibrated in 11_calibrate)
     min_score: float = -math.inf  # the walk stops at the first child scoring below this
 
     def __post_init__(self):
