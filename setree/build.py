@@ -152,7 +152,7 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
                 _apply(tree, redo, summarizer.summarize_many(_requests(tree, redo, E, config.summary_tokens, focus)), embedder)
     return tree
 
-# %% ../nbs/05_build.ipynb #e661c6a2
+# %% ../nbs/05_build.ipynb #78b64603
 def _empty_tree(dim:int)->Tree:
     z = np.zeros(0, np.int64)
     return Tree(facts=[], texts=[], parent=z.copy(), children=[], level=z.copy(), tokens=z.copy(),
@@ -196,6 +196,8 @@ def build_tree(facts, # iterable of str, Fact, dict(text, id?, meta?) or (id, te
         summarize_tree(tree, summarizer, embedder, config)
     prog.stage("fidelity")
     finalize(tree)
+    from setree.cover import line_costs
+    tree.line_tokens = line_costs(tree)   # the query's rendered costs, kept with the tree (see 06_cover)
     tree.config, tree.embedder_id = config.to_dict(), embedder.identity
     prog.done()
     if timings is not None: timings.update(prog.timings)

@@ -122,7 +122,7 @@ def count_tokens(texts:str|list[str] # one text or a list of texts
     if not texts: return np.zeros(0, np.int64)
     return np.fromiter((len(e.ids) for e in _counter().encode_batch(texts, add_special_tokens=False)), np.int64, len(texts))
 
-# %% ../nbs/00_core.ipynb #73ced9bb
+# %% ../nbs/00_core.ipynb #2654a80f
 @dataclass
 class ClusterLevel:
     "The clustering state of one level, kept for incremental maintenance (SPEC 'Maintenance time')."
@@ -156,6 +156,7 @@ class Tree:
     stop: np.ndarray = None           # (M,) int64
     depth: np.ndarray = None          # (M,) int64
     proj: np.ndarray = None           # (N, D) float32
+    line_tokens: np.ndarray = None    # (M,) int64 tokens of each node's rendered line (marker + text), `setree.cover.line_costs`
     levels: list[ClusterLevel] = field(default_factory=list)
     config: dict = field(default_factory=dict)
     embedder_id: str = ""

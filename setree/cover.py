@@ -10,8 +10,8 @@ import numpy as np
 from .core import Tree, count_tokens, is_blank
 
 # %% auto #0
-__all__ = ['DEFAULT_BUDGET', 'HEADER', 'check_budget', 'CoverParams', 'cover_index', 'render_nodes', 'rendered_tokens',
-           'fill_budget', 'capability_scores', 'CoverItem', 'Cover', 'select_cover', 'retrieve']
+__all__ = ['DEFAULT_BUDGET', 'HEADER', 'check_budget', 'CoverParams', 'line_costs', 'cover_index', 'render_nodes',
+           'rendered_tokens', 'fill_budget', 'capability_scores', 'CoverItem', 'Cover', 'select_cover', 'retrieve']
 
 # %% ../nbs/06_cover.ipynb #6d351f10
 DEFAULT_BUDGET = 4096  # tokens, SPEC "Parameters": default_budget
@@ -76,7 +76,19 @@ def _line(kind:str, node:int, fact_id:str, n_facts:int, text:str)->str:
 def _render_lines(lines:list[str])->str:
     return HEADER + "\n" + "\n".join(lines) if lines else ""
 
-# %% ../nbs/06_cover.ipynb #cecdd48b
+# %% ../nbs/06_cover.ipynb #4ff40e70
+def line_costs(tree:Tree # a tree with `texts`, `tokens`, `facts`, `start` and `stop` (after `setree.fidelity.finalize`)
+              )->np.ndarray: # int64 (M,): tokens of each node's rendered line, marker included
+    """What each node costs in a rendered context: `count_tokens` of its marker plus `tree.tokens` (WordPiece tokens add up
+    over the space that joins them). `build_tree` stores the result as `tree.line_tokens`, and the store keeps it, because
+    tokenizing one marker per node costs about 1 s at 50,000 facts (measured in `10_bench`, 'first query')."""
+    M, N = tree.n_nodes, tree.n_facts
+    if M == 0: return np.zeros(0, np.int64)
+    n = np.asarray(tree.stop, np.int64) - np.asarray(tree.start, np.int64)
+    markers = [_marker("fact", v, tree.facts[v].id, 1) if v < N else _marker("summary", v, "", int(n[v])) for v in range(M)]
+    return count_tokens(markers) + np.asarray(tree.tokens, np.int64)
+
+# %% ../nbs/06_cover.ipynb #c59b2387
 class _CoverIndex:
     "Per-tree arrays for rendering and walking (see the prose above)."
     def __init__(self, tree:Tree):
@@ -88,8 +100,8 @@ class _CoverIndex:
         self.ids_ord = self.ids[np.asarray(tree.order, np.int64)] if M else self.ids   # fact ids in depth-first order
         self.n_facts = (np.asarray(tree.stop) - np.asarray(tree.start)).astype(np.int64) if M else np.zeros(0, np.int64)
         self.kind = np.where(np.arange(M) < N, "fact", "summary")
-        markers = [_marker(self.kind[v], v, self.ids[v], int(self.n_facts[v])) for v in range(M)]
-        self.line = count_tokens(markers) + np.asarray(tree.tokens, np.int64) if M else np.zeros(0, np.int64)
+        lt = getattr(tree, "line_tokens", None)
+        self.line = np.asarray(lt, np.int64) if lt is not None and len(lt) == M else line_costs(tree)
         self.header = count_tokens(HEADER)
         self.total = self.header + int(self.line.sum())   # cost of rendering every node: bounds any cover
         self.arity = np.array([len(c) for c in tree.children], np.int64)

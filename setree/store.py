@@ -36,7 +36,7 @@ class StoreBusy(StoreError):
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
 
-# %% ../nbs/07_store.ipynb #bdb4113d
+# %% ../nbs/07_store.ipynb #952ab54b
 _SCHEMA = """
 CREATE TABLE meta  (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE facts (i INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL, meta TEXT NOT NULL,
@@ -47,7 +47,7 @@ CREATE TABLE arrays(name TEXT NOT NULL, chunk INTEGER NOT NULL, dtype TEXT NOT N
                     data BLOB NOT NULL, PRIMARY KEY (name, chunk));
 """
 _FLOAT_FIELDS = ("emb", "leaf_sum", "loss", "dloss", "proj")   # checked for NaN/inf at save
-_ARRAY_FIELDS = ("emb", "leaf_sum", "count", "loss", "dloss", "order", "start", "stop", "depth", "proj")
+_ARRAY_FIELDS = ("emb", "leaf_sum", "count", "loss", "dloss", "order", "start", "stop", "depth", "proj", "line_tokens")
 DERIVED_FIELDS = ("order", "start", "stop", "depth", "proj")   # derivable by setree.fidelity; stored all the same (faster, measured below)
 _LEVEL_FIELDS = tuple(f.name for f in fields(ClusterLevel))
 
@@ -105,7 +105,7 @@ def _dumps(x, what:str)->str:
     try: return _ENC.encode(x)
     except (TypeError, ValueError) as e: raise InvalidTree(f"{what} cannot be stored as JSON: {e}") from None
 
-# %% ../nbs/07_store.ipynb #d9b4e9b0
+# %% ../nbs/07_store.ipynb #02659131
 def _check_tree(t:Tree):
     "Raise `InvalidTree` naming the first inconsistency of `t`."
     if not isinstance(t, Tree): raise InvalidTree(f"expected a setree.core.Tree, got {type(t).__name__}")
@@ -122,7 +122,7 @@ def _check_tree(t:Tree):
     for name in ("children", "quotes"):
         if len(getattr(t, name)) != M: raise InvalidTree(f"tree.{name} has length {len(getattr(t, name))}, expected M = {M}")
     want = {"parent": (M,), "level": (M,), "tokens": (M,), "truncated": (N,), "count": (M,), "loss": (M,), "dloss": (M,),
-            "faithfulness": (M,), "order": (N,), "start": (M,), "stop": (M,), "depth": (M,)}
+            "faithfulness": (M,), "order": (N,), "start": (M,), "stop": (M,), "depth": (M,), "line_tokens": (M,)}
     for name, shape in want.items():
         a = getattr(t, name)
         if a is None:
