@@ -248,7 +248,7 @@ def cmd_import_locomo(args)->int:
     _out(args, f"wrote {len(facts)} facts of {args.conversation} to {args.out}", {"conversation": args.conversation, "facts": len(facts), "out": args.out})
     return 0
 
-# %% ../nbs/08_cli.ipynb #6da0b17c
+# %% ../nbs/08_cli.ipynb #f6ae32a2
 def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
@@ -256,6 +256,8 @@ def _budget_list(s:str)->list[int]:
 def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
     from setree.evaluate import evaluate_locomo
+    try: import bm25s  # noqa: F401  (the BM25 baseline)
+    except ImportError: raise UsageError("the evaluation needs the BM25 baseline's package: pip install 'setree[eval]'") from None
     if not Path(args.data).is_file(): raise UsageError(f"LoCoMo file not found: {args.data}")
     if Path(args.out).exists() and not Path(args.out).is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
     cfg = load_config(args.config)
