@@ -226,7 +226,7 @@ def cmd_demo(args)->int:
         for prompt, budget in DEMO_PROMPTS:
             c = retrieve(tree, prompt, budget)
             print(f"=== {prompt!r}  budget {budget} tokens -> {c.total_tokens} used, {len(c.items)} items "
-                  f"({sum(i.kind == 'fact' for i in c.items)} facts, {sum(i.kind == 'summary' for i in c.items)} summaries), "
+                  f"(facts: {sum(i.kind == 'fact' for i in c.items)}, summaries: {sum(i.kind == 'summary' for i in c.items)}), "
                   f"{c.latency_ms:.0f} ms")
             print(c.render() + "\n")
     return 0
