@@ -13,7 +13,7 @@ from .embed import get_embedder
 from .cluster import K_MAX, RESOLUTION, WINDOW_TOKENS
 
 # %% auto #0
-__all__ = ['Config', 'Progress', 'summarize_tree', 'build_tree', 'check_tree', 'tree_summary']
+__all__ = ['Config', 'Progress', 'node_centroids', 'summarize_tree', 'build_tree', 'check_tree', 'tree_summary']
 
 # %% ../nbs/05_build.ipynb #bde00c6c
 @dataclass(frozen=True)
@@ -93,12 +93,17 @@ class Progress:
         self.stage(None)
         if self.show: print(f"\rsetree build: done in {sum(self.timings.values()):.1f} s" + " " * 20, file=sys.stderr, flush=True)
 
-# %% ../nbs/05_build.ipynb #bd2dfc28
-def _centroid(emb_rows:np.ndarray)->np.ndarray:
-    s = emb_rows.sum(0, dtype=np.float64)
-    return (s / max(np.linalg.norm(s), 1e-12)).astype(np.float32)
+# %% ../nbs/05_build.ipynb #16f2daf4
+def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (`setree.fidelity.compute_order`)
+                   E:np.ndarray, # (N, d) float32 fact embeddings
+                  )->np.ndarray: # float32 (M, d): mu_v = S_v / |S_v| for every node
+    "Every node's centroid from one cumulative sum over the facts in depth-first order: S_v = C[stop_v] - C[start_v]."
+    C = np.zeros((len(E) + 1, E.shape[1]), np.float64)
+    np.cumsum(E[tree.order], axis=0, out=C[1:])
+    S = C[tree.stop] - C[tree.start]
+    return (S / np.maximum(np.linalg.norm(S, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
-def _requests(tree:Tree, nodes, E, target, focus=None):
+def _requests(tree:Tree, nodes, E, mu, target, focus=None):
     from setree.summarize import SummaryRequest
     reqs = []
     for v in nodes:
@@ -106,7 +111,7 @@ def _requests(tree:Tree, nodes, E, target, focus=None):
         facts = tree.order[tree.start[v]:tree.stop[v]]
         reqs.append(SummaryRequest(node=int(v), child_texts=[tree.texts[c] for c in ch], child_tokens=tree.tokens[ch],
                                    fact_nodes=facts, fact_texts=[tree.texts[f] for f in facts], fact_emb=E[facts],
-                                   centroid=_centroid(E[facts]), target_tokens=target, max_tokens=int(tree.tokens[ch].sum()),
+                                   centroid=mu[v], target_tokens=target, max_tokens=int(tree.tokens[ch].sum()),
                                    focus=None if focus is None else focus.get(int(v))))
     return reqs
 
@@ -117,17 +122,16 @@ def _apply(tree:Tree, nodes, summaries, embedder):
         text = s.text if count_tokens(s.text) <= cap else enforce_budget(s.text, cap)  # budget-monotone, always
         tree.texts[v], tree.summarizer[v], tree.quotes[v] = text, s.summarizer, np.asarray(s.quotes, np.int64)
         tree.tokens[v] = count_tokens(text)
-    single = [v for v in nodes if len(tree.quotes[v]) == 1 and tree.texts[v] == tree.texts[tree.quotes[v][0]]]
-    rest = [v for v in nodes if v not in set(single)]
+    single = {v for v in nodes if len(tree.quotes[v]) == 1 and tree.texts[v] == tree.texts[tree.quotes[v][0]]}
+    rest = [v for v in nodes if v not in single]
     for v in single: tree.emb[v] = tree.emb[tree.quotes[v][0]]
     if rest: tree.emb[rest] = embedder.embed([tree.texts[v] for v in rest])
 
-def _offsets(tree:Tree, nodes, E, epsilon):
+def _offsets(tree:Tree, nodes, mu, epsilon):
     "Children whose angle to the parent summary, arccos <s_p, mu_c>, exceeds epsilon (radians): {node: [child index, ...]}."
     out = {}
     for v in nodes:
-        mus = np.stack([_centroid(E[tree.order[tree.start[c]:tree.stop[c]]]) for c in tree.children[v]])
-        ang = np.arccos(np.clip(mus @ tree.emb[v], -1.0, 1.0))
+        ang = np.arccos(np.clip(mu[tree.children[v]] @ tree.emb[v], -1.0, 1.0))
         bad = np.flatnonzero(ang > epsilon)
         if len(bad): out[int(v)] = bad.tolist()
     return out
@@ -141,15 +145,16 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     from setree.fidelity import compute_order
     compute_order(tree)
     N, E = tree.n_facts, tree.emb[:tree.n_facts]
+    mu = node_centroids(tree, E)
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N]
         if not nodes: continue
-        _apply(tree, nodes, summarizer.summarize_many(_requests(tree, nodes, E, config.summary_tokens)), embedder)
+        _apply(tree, nodes, summarizer.summarize_many(_requests(tree, nodes, E, mu, config.summary_tokens)), embedder)
         if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization (SPEC "Summarizers")
-            focus = _offsets(tree, nodes, E, config.epsilon)
+            focus = _offsets(tree, nodes, mu, config.epsilon)
             if focus:
                 redo = sorted(focus)
-                _apply(tree, redo, summarizer.summarize_many(_requests(tree, redo, E, config.summary_tokens, focus)), embedder)
+                _apply(tree, redo, summarizer.summarize_many(_requests(tree, redo, E, mu, config.summary_tokens, focus)), embedder)
     return tree
 
 # %% ../nbs/05_build.ipynb #78b64603
