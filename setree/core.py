@@ -12,8 +12,18 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'Fact', 'is_blank', 'fact_id', 'as_facts', 'default_vocab_path',
+__all__ = ['VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts', 'default_vocab_path',
            'wordpiece_tokenizer', 'count_tokens', 'ClusterLevel', 'Tree']
+
+# %% ../nbs/00_core.ipynb #8c0c1b73
+def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
+    "Attach `f` to the class named by the annotation of its first parameter, under `f.__name__`; returns `f`."
+    import inspect
+    cls = next(iter(inspect.signature(f, eval_str=True).parameters.values())).annotation
+    if cls is inspect.Parameter.empty or not isinstance(cls, type): raise TypeError(f"patch: annotate the first parameter of {f.__name__} with a class")
+    f.__qualname__ = f"{cls.__name__}.{f.__name__}"
+    setattr(cls, f.__name__, f)
+    return f
 
 # %% ../nbs/00_core.ipynb #78408270
 @dataclass(frozen=True)
