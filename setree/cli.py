@@ -92,13 +92,13 @@ def _embedder(name:str):
 
 def _summarizer(args):
     if args.summarizer == "extractive": return None
-    from setree.summarize import ChatSummarizer
-    return ChatSummarizer(base_url=args.llm_base_url, model=args.llm_model)
+    from setree.chat import ChatSummarizer
+    return ChatSummarizer(base_url=args.llm_base_url, model=args.llm_model, **({"timeout": args.llm_timeout} if args.llm_timeout else {}))
 
 def cmd_build(args)->int:
     "setree build FILE --db PATH: build the tree in memory, then save it in one transaction (a failure leaves the old tree)."
     facts = read_facts(args.file)
-    cfg = _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max})
+    cfg = _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
     timings = {}
     t0 = time.perf_counter()
     tree = build_tree(facts, embedder=_embedder(args.embedder), summarizer=_summarizer(args), config=cfg,
@@ -106,10 +106,12 @@ def cmd_build(args)->int:
     with _open_store(args.db, create=True) as st:
         t1 = time.perf_counter(); st.save(tree); timings["save"] = time.perf_counter() - t1
         path = str(st.path)
-    fell_back = sum(s == "extractive-fallback" for s in tree.summarizer)
+    from setree.build import build_counts
+    counts = build_counts(tree, cfg); fell_back = sum(counts["fallbacks"].values())
     data = {"db": path, "facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)) if tree.n_nodes else 0,
             "seconds": round(time.perf_counter() - t0, 3), "stage_seconds": {k: round(v, 3) for k, v in timings.items()},
-            "summarizer_fallbacks": fell_back, "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0}
+            "summarizer_fallbacks": fell_back, "fallback_reasons": counts["fallbacks"],
+            "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0}
     human = (f"built {data['facts']} facts into {data['nodes']} nodes (depth {data['depth']}) in {data['seconds']:.1f} s -> {path}"
              + (f"\nwarning: {fell_back} summaries fell back to extractive" if fell_back else ""))
     _out(args, human, data)
@@ -284,6 +286,7 @@ def _parser()->argparse.ArgumentParser:
     b.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive")
     b.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
     b.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
+    b.add_argument("--llm-timeout", type=float, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
     b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
     b.add_argument("--seed", type=int, default=None); b.add_argument("--summary-tokens", type=int, default=None)
     b.add_argument("--k-max", type=int, default=None); b.add_argument("--quiet", action="store_true", help="no progress on stderr")

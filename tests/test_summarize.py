@@ -1,12 +1,15 @@
-"Integration checks of the exported chat stub and summarizers (case C-18), importable from setree.summarize."
+"Integration checks of the chat summarizer against the stub endpoint in tests/stubchat.py (case C-18)."
 import time
 import numpy as np
 import fastcore.test as ft
 from setree.core import count_tokens
 from setree.embed import get_embedder
-from setree.summarize import ChatSummarizer, ExtractiveSummarizer, StubChatServer, SummaryRequest, refused_url
+from setree.summarize import ExtractiveSummarizer, SummaryRequest
+from setree.chat import ChatSummarizer
+from stubchat import StubChatServer, refused_url
 
-FAST = dict(connect_timeout=0.5, read_timeout=0.5, deadline=2.0, retries=2, backoff=0.05, max_backoff=0.2, breaker_seconds=0)
+FAST = dict(connect_timeout=0.5, read_timeout=0.5, deadline=2.0, timeout=5.0, retries=2, backoff=0.05, max_backoff=0.2,
+            breaker_seconds=0, embedder=get_embedder("hashing"), min_faithfulness=30)
 
 def _request():
     texts = ["the user writes C++20", "the user builds with CMake", "the user debugs with gdb"]
@@ -23,7 +26,8 @@ def test_c18_rate_limit_then_success():
 
 def test_c18_failures_fall_back_in_bounded_time():
     ext = ExtractiveSummarizer().summarize(_request())
-    for mode in ["error", "hang", "empty", "think", None]:
+    reasons = {"error": "error", "hang": "timeout", "empty": "empty", "think": "reasoning", None: "error"}
+    for mode, reason in reasons.items():
         srv = StubChatServer(mode) if mode else None
         try:
             t0 = time.monotonic()
@@ -31,5 +35,5 @@ def test_c18_failures_fall_back_in_bounded_time():
             dt = time.monotonic() - t0
         finally:
             if srv: srv.close()
-        ft.test_eq((s.summarizer, s.text), ("extractive-fallback", ext.text))
+        ft.test_eq((s.summarizer, s.text), (f"extractive-fallback:{reason}", ext.text))
         assert s.error and dt < 6, (mode, s.error, dt)
