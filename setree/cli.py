@@ -113,7 +113,9 @@ def cmd_build(args)->int:
             "summarizer_fallbacks": fell_back, "fallback_reasons": counts["fallbacks"],
             "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0}
     human = (f"built {data['facts']} facts into {data['nodes']} nodes (depth {data['depth']}) in {data['seconds']:.1f} s -> {path}"
-             + (f"\nwarning: {fell_back} summaries fell back to extractive" if fell_back else ""))
+             + (f"\nwarning: {fell_back} summaries fell back to extractive ("
+                + ", ".join(f"{k} {v}" for k, v in sorted(counts["fallbacks"].items())) + ")" if fell_back else "")
+             + (f"\n{counts['below_threshold']} nodes below faithfulness {cfg.faithfulness_threshold}" if counts["below_threshold"] else ""))
     _out(args, human, data)
     return 0
 
