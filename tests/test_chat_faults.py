@@ -63,3 +63,10 @@ def test_hung_endpoint_cli_progress_and_clean_stdout(tmp_path):
     assert 11 <= dt < 40, dt
     st = cli("stats", "--db", tmp_path / "kb.db", "--json")
     ft.test_eq(set(json.loads(st.stdout)["summarizers"]), {"extractive-fallback:timeout"})   # stats shows why
+
+def test_llm_timeout_must_be_positive(tmp_path):
+    facts = tmp_path / "facts.txt"; facts.write_text("\n".join(KB) + "\n")
+    for bad in ["0", "-5", "nan"]:
+        p = cli("build", facts, "--db", tmp_path / "kb.db", "--embedder", "hashing", "--llm-timeout", bad)
+        assert p.returncode != 0 and "Traceback" not in p.stderr and "llm_timeout" in p.stderr, (bad, p.stderr)
+        assert not (tmp_path / "kb.db").exists()
