@@ -2,9 +2,9 @@
 import json, os, subprocess, sys
 import numpy as np
 import pytest
-from setree.build import build_tree, check_tree
+from setree.build import build_tree
 from setree.cover import retrieve
-from setree.core import count_tokens
+from setree.core import check_tree, count_tokens
 from setree.embed import get_embedder
 from setree.store import Store, tree_diff
 

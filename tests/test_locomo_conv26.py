@@ -4,7 +4,7 @@ independently with a fresh tokenizer, and status ok. Skips when ../shared/data i
 import json, os, subprocess, sys
 import numpy as np
 import pytest
-from setree.embed import shared_data
+from setree.datasets import shared_data
 
 LOCOMO = shared_data("locomo", "locomo_dev.json")
 pytestmark = pytest.mark.skipif(LOCOMO is None, reason="../shared/data/locomo/locomo_dev.json is absent")
