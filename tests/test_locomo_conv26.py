@@ -1,17 +1,18 @@
 """Issue acceptance on real data: LoCoMo conv-26 through `setree import locomo` + `setree build`, then every question
-retrieved at budgets 256, 512, 1024 and 2048 (one process, `--prompts-file`): every result within budget, recounted
-independently with a fresh tokenizer, and status ok. Skips when ../shared/data is absent."""
-import json, os, subprocess, sys
+retrieved at budgets 256, 512, 1024 and 2048 (`--prompts-file`): every result within budget, recounted independently
+with a fresh tokenizer, and status ok. The commands run in this process (`conftest.run_setree`), so the model is loaded
+once. Skips when ../shared/data is absent."""
+import json
 import numpy as np
 import pytest
 from setree.datasets import shared_data
+from conftest import run_setree
 
 LOCOMO = shared_data("locomo", "locomo_dev.json")
 pytestmark = pytest.mark.skipif(LOCOMO is None, reason="../shared/data/locomo/locomo_dev.json is absent")
 
-def setree(*args, timeout=900):
-    code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
-    p = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=timeout, encoding="utf-8")
+def setree(*args):
+    p = run_setree(*args)
     assert p.returncode == 0, p.stderr
     return p.stdout
 
