@@ -251,7 +251,7 @@ def run_knn(sizes=(5000, 10000, 20000, 50000), # numbers of vectors
         rewrite_results(out_dir)
     return rows
 
-TARGET_P50_MS, TARGET_P99_MS = 50.0, 200.0   # SPEC "Query time": per call at 50,000 facts, one core, embedding included
+TARGET_P50_MS, TARGET_P99_MS = 50.0, 200.0   # query-time targets: per call at 50,000 facts, one core, embedding included
 
 def quadratic_limit(n:int, t:float, limit_s:float=KNN_LIMIT_S)->float:
     "Size at which an O(n^2) step that took `t` s at `n` takes `limit_s`: n sqrt(limit_s / t)."
@@ -270,7 +270,7 @@ def knn_verdict(rows:list[dict], limit_s:float=KNN_LIMIT_S)->dict|None:
 def _fmt(x, d=1): return f"{x:,.{d}f}"
 
 def ladder_markdown(rows:list[dict], machine:dict, budgets=BUDGETS, knn_limit_s:float=KNN_LIMIT_S, knn_random:list[dict]|None=None)->str:
-    "The results as markdown: machine, build table, query table, kNN fit, SPEC verdicts."
+    "The results as markdown: machine, build table, query table, kNN fit, the verdicts."
     m = machine
     L = ["# SETree scaling ladder", "",
          f"Machine: {m['cores']} cores, {m['cpu']}, {m.get('mem_mib') or '?'} MiB RAM; Python {m['python']}, numpy {m['numpy']}, "
@@ -314,7 +314,7 @@ def ladder_markdown(rows:list[dict], machine:dict, budgets=BUDGETS, knn_limit_s:
               f"{quadratic_limit(knn_random[-1]['n'], knn_random[-1]['knn_s'], knn_limit_s):,.0f} (the conservative estimate: the fixed and "
               "linear parts that flatten the fit over small sizes fade as N grows). The first clustering level dominates: the higher levels have far fewer members."]
     big = [r for r in rows if r["n"] == 50000]
-    L += ["", "## SPEC targets at 50,000 facts", ""]
+    L += ["", "## Targets at 50,000 facts", ""]
     if big:
         r = big[0]
         for b in budgets:
@@ -328,8 +328,8 @@ def ladder_markdown(rows:list[dict], machine:dict, budgets=BUDGETS, knn_limit_s:
     return "\n".join(L) + "\n"
 
 def ladder_plot(rows:list[dict], budgets=BUDGETS, path:str|Path|None=None, knn_random:list[dict]|None=None):
-    "Two log-log panels: build seconds per stage vs N; query P50/P99 vs N with the SPEC targets. Saved to `path` if given; returns the figure."
-    import matplotlib; import matplotlib.pyplot as plt
+    "Two log-log panels: build seconds per stage vs N; query P50/P99 vs N with the targets. Saved to `path` if given; returns the figure."
+    import matplotlib.pyplot as plt
     n = np.array([r["n"] for r in rows])
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(13, 4.6), gridspec_kw={"width_ratios": [1, 1.25]})
     for key, style in (("embed_s", "o-"), ("cluster_s", "s-"), ("knn_s", "s:"), ("summarize_s", "^-"), ("fidelity_s", "v-"), ("build_s", "k--")):

@@ -158,6 +158,19 @@ def _unit(S):
     nrm = np.linalg.norm(S, axis=1, keepdims=True)
     return (S / np.where(nrm > 1e-12, nrm, 1.0)).astype(np.float32)   # a zero leaf sum stays a zero centroid
 
+# %% ../nbs/02_cluster.ipynb #1725229a
+def _new_parents(members, comm, M):
+    "Node number of each community's parent (-1 for a singleton), numbered from M; members ordered by community, community bounds."
+    size = np.bincount(comm); multi = size >= 2
+    new_id = np.full(len(size), -1, np.int64); new_id[multi] = M + np.arange(multi.sum())
+    return new_id, multi, np.lexsort((members, comm)), np.r_[0, np.cumsum(size)]
+
+def _next_members(members, new_id, multi, o, bounds, S, est, summary_tokens):
+    "The next level: members (new parents, carried singletons), their leaf sums, their estimated tokens."
+    e_sum = np.add.reduceat(est[o], bounds[:-1])
+    nxt = np.where(multi, new_id, members[o][bounds[:-1]])
+    return nxt, np.add.reduceat(S[o], bounds[:-1], axis=0), np.where(multi, np.minimum(summary_tokens, e_sum), e_sum)
+
 # %% ../nbs/02_cluster.ipynb #76b190f4
 def partition_level(g:ig.Graph, # the level's kNN graph
                     C:np.ndarray, # (n, d) member centroids
@@ -174,7 +187,7 @@ def partition_level(g:ig.Graph, # the level's kNN graph
     if not _stalled(comm): return comm, used, False
     return (np.zeros(n, np.int64) if est.sum() <= window_tokens else sweep_chunks(C, est, window_tokens)), used, True
 
-# %% ../nbs/02_cluster.ipynb #a4378c4b
+# %% ../nbs/02_cluster.ipynb #26b09f8d
 def cluster_hierarchy(emb, # (N, d) float32 unit rows: fact embeddings
                       tokens, # (N,) int64 fact token counts (`setree.core.count_tokens`)
                       *, k_max:int=K_MAX, # kNN neighbours per member (clamped to n-1)
@@ -202,21 +215,13 @@ def cluster_hierarchy(emb, # (N, d) float32 unit rows: fact embeddings
         comm, used, fallback = partition_level(g, C, est, resolution, seed, window_tokens)
         t2 = time.perf_counter()
         mod = g.modularity(comm.tolist(), weights="weight") if g.ecount() else 0.0   # classic Q (r = 1), comparable across levels
-        # one new parent per community of 2+, numbered in community order; singletons carried unchanged
-        size = np.bincount(comm); c = len(size); multi = size >= 2
-        new_id = np.full(c, -1, np.int64); new_id[multi] = M + np.arange(multi.sum()); M += int(multi.sum())
-        o = np.lexsort((members, comm)); bounds = np.r_[0, np.cumsum(size)]
+        new_id, multi, o, bounds = _new_parents(members, comm, M); M += int(multi.sum())
         grouped = members[o]                                   # members by community, ascending inside
         parent[grouped] = new_id[comm[o]]                      # -1 for carried singletons: a later level sets it
         children += [grouped[bounds[j]:bounds[j + 1]] for j in np.flatnonzero(multi)]
         level[new_id[multi]] = L
-        levels.append(ClusterLevel(members=members, centroids=C, parents=new_id[comm], community=comm,
-                                   knn_idx=idx, knn_sim=sim))
-        S_next = np.add.reduceat(S[o], bounds[:-1], axis=0)
-        e_sum = np.add.reduceat(est[o], bounds[:-1])
-        first = grouped[bounds[:-1]]
-        members = np.where(multi, new_id, first)
-        S, est = S_next, np.where(multi, np.minimum(summary_tokens, e_sum), e_sum)
+        levels.append(ClusterLevel(members=members, centroids=C, parents=new_id[comm], community=comm, knn_idx=idx, knn_sim=sim))
+        members, S, est = _next_members(members, new_id, multi, o, bounds, S, est, summary_tokens)
         stats.append(dict(level=L, members=n, parents=int(multi.sum()), carried=int((~multi).sum()), edges=g.ecount(),
                           modularity=float(mod), resolution=used, fallback=bool(fallback), knn_s=t1 - t0, leiden_s=t2 - t1,
                           seconds=time.perf_counter() - t0))

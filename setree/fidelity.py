@@ -53,7 +53,7 @@ def _sum_into_parents(parent:np.ndarray, nodes:np.ndarray, *arrays:np.ndarray):
     agg = sp.csr_matrix((np.ones(nodes.size), (row, nodes)), shape=(up.size, len(parent)))
     for a in arrays: a[up] += (agg @ a).astype(a.dtype, copy=False)
 
-# %% ../nbs/04_fidelity.ipynb #484bd2b9
+# %% ../nbs/04_fidelity.ipynb #8be4b7bd
 def _rowdot(a:np.ndarray, b:np.ndarray, ia:np.ndarray|None=None, ib:np.ndarray|None=None, chunk:int=8192, dtype=np.float64)->np.ndarray:
     "Row-wise dot products <a[ia[k]], b[ib[k]]> (all rows when no index is given), accumulated in `dtype`, gathered in chunks (bounded temporary memory)."
     k = len(a) if ia is None else len(ia)
@@ -64,6 +64,7 @@ def _rowdot(a:np.ndarray, b:np.ndarray, ia:np.ndarray|None=None, ib:np.ndarray|N
         out[s:s+chunk] = np.einsum("ij,ij->i", x, y, dtype=dtype)
     return out
 
+# %% ../nbs/04_fidelity.ipynb #6cb72f2f
 def compute_fidelity(tree:Tree # a tree whose `emb` holds e_i for facts and s_v for internal nodes
                     )->Tree: # the same tree, with `leaf_sum`, `count`, `loss`, `dloss`, `faithfulness` filled
     """Fill the fidelity quantities in one bottom-up pass over the height frontiers:
@@ -90,7 +91,7 @@ def compute_fidelity(tree:Tree # a tree whose `emb` holds e_i for facts and s_v 
     tree.leaf_sum, tree.count, tree.loss, tree.dloss, tree.faithfulness = S, n, loss, dloss, faith
     return tree
 
-# %% ../nbs/04_fidelity.ipynb #99808431
+# %% ../nbs/04_fidelity.ipynb #ac1208cc
 def _need_fidelity(tree:Tree):
     if tree.leaf_sum is None or tree.count is None or len(tree.count) != tree.n_nodes:
         raise ValueError("the tree has no fidelity quantities: run compute_fidelity(tree) (or finalize) first")
@@ -106,6 +107,7 @@ def _tangent(m:np.ndarray, s:np.ndarray)->np.ndarray:
     "m - <m, s> s, row-wise (broadcasting)."
     return m - np.sum(m * s, axis=-1, keepdims=True) * s
 
+# %% ../nbs/04_fidelity.ipynb #9d0b1d6e
 def leaf_mean(tree:Tree, # a tree after `compute_fidelity`
               v, # node number (int) or array of node numbers
              )->np.ndarray: # m_v: (d,) or (k, d) float64
@@ -113,6 +115,7 @@ def leaf_mean(tree:Tree, # a tree after `compute_fidelity`
     _need_fidelity(tree); v = _nodes(tree, v, "v")
     return tree.leaf_sum[v] / tree.count[v][..., None]
 
+# %% ../nbs/04_fidelity.ipynb #b4a09347
 def fidelity_vector(tree:Tree, # a tree after `compute_fidelity`
                     v, # node number (int) or array of node numbers
                    )->np.ndarray: # F_v: (d,) or (k, d) float64
@@ -122,6 +125,7 @@ def fidelity_vector(tree:Tree, # a tree after `compute_fidelity`
     F[np.asarray(v) < tree.n_facts] = 0.0
     return F
 
+# %% ../nbs/04_fidelity.ipynb #777ccd1f
 def gap_vector(tree:Tree, # a tree after `compute_fidelity`
                p, # parent node number (int or array)
                c, # child node number(s) of p (int or array, broadcast against p)
