@@ -1,6 +1,7 @@
 """Issue acceptance on real data: LoCoMo conv-26 through `setree import locomo` + `setree build`, then every question
 retrieved at budgets 256, 512, 1024 and 2048: every result within budget, recounted independently with a fresh
-tokenizer, and status ok; at 2048 through `setree retrieve --prompts-file`, with the same covers as the library. The commands run in this process (`conftest.run_setree`), so the model is loaded
+tokenizer, and status ok; at 2048 through `setree retrieve --prompts-file`, with the same covers as the library. The hashing embedder
+builds the tree: the model is not what this test is about (the MiniLM path is tested in test_cases.py and test_evaluate_locomo.py). The commands run in this process (`conftest.run_setree`), so the model is loaded
 once. Skips when ../shared/data is absent."""
 import json
 import numpy as np
@@ -23,7 +24,7 @@ def test_conv26_every_question_within_budget(tmp_path):
     setree("import", "locomo", LOCOMO, "--conversation", "conv-26", "--out", facts)
     rows = [json.loads(l) for l in facts.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 184 and all(r["meta"]["dia_ids"] for r in rows)          # README: 184 observations
-    setree("build", facts, "--db", db, "--quiet")
+    setree("build", facts, "--db", db, "--quiet", "--embedder", "hashing")   # the budget is the point, not the model
     qa = next(c for c in json.loads(LOCOMO.read_text()) if c["sample_id"] == "conv-26")["qa"]
     questions = [q["question"].replace("\n", " ") for q in qa]
     prompts.write_text("\n".join(questions) + "\n", encoding="utf-8")
@@ -39,7 +40,7 @@ def test_conv26_every_question_within_budget(tmp_path):
     from setree.embed import get_embedder
     from setree.store import Store
     with Store(db, readonly=True) as st: tree = st.load()
-    Q, params = get_embedder().embed(questions), CoverParams.from_config(tree.config)
+    Q, params = get_embedder("hashing").embed(questions), CoverParams.from_config(tree.config)
     report = []
     for budget in (256, 512, 1024, 2048):
         res = [select_cover(tree, q, budget, params) for q in Q]
