@@ -1,17 +1,14 @@
 """The cases of ../shared/cases that this version covers, through the library and the CLI (see also tests/test_cli.py)."""
-import json, os, subprocess, sys
+import json
 import numpy as np
 import pytest
-from setree.build import build_tree, check_tree
+from setree.build import build_tree
 from setree.cover import retrieve
-from setree.core import count_tokens
+from setree.core import check_tree, count_tokens
 from setree.embed import get_embedder
 from setree.store import Store, tree_diff
 
-CLI = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
-def cli(*args, env=None, timeout=600):
-    return subprocess.run([sys.executable, "-c", CLI, *map(str, args)], capture_output=True, text=True, encoding="utf-8",
-                          env={**os.environ, **(env or {})}, timeout=timeout)
+from conftest import run_setree as cli
 
 C03 = ["the user compiles C++ with clang", "the user configures builds with CMake", "the user profiles code with perf",
        "the user grows tomatoes in raised beds", "the user prunes the roses in March", "the user composts garden waste",
@@ -68,8 +65,8 @@ def test_c05_deterministic_across_processes(tmp_path):
     outs = []
     for k, seed in enumerate(("1", "12345")):
         db = tmp_path / f"k{k}.db"
-        assert cli("build", f, "--db", db, "--quiet", env={"PYTHONHASHSEED": seed}).returncode == 0
-        outs.append(cli("retrieve", "what language does the user write", "--db", db, "--budget", 150, env={"PYTHONHASHSEED": seed}).stdout)
+        assert cli("build", f, "--db", db, "--quiet", "--embedder", "hashing", env={"PYTHONHASHSEED": seed}, fresh=True).returncode == 0
+        outs.append(cli("retrieve", "what language does the user write", "--db", db, "--budget", 150, env={"PYTHONHASHSEED": seed}, fresh=True).stdout)
     assert outs[0] == outs[1] and outs[0].strip()
     with Store(tmp_path / "k0.db") as a, Store(tmp_path / "k1.db") as b:
         assert tree_diff(a.load(), b.load()) == []

@@ -1,13 +1,9 @@
-"""The `setree` command end to end, as a user runs it (subprocesses), and the cases of shared/cases through the CLI."""
-import json, os, subprocess, sys
-from pathlib import Path
+"""The `setree` command end to end, as a user runs it, and the cases of shared/cases through the CLI. The commands run in
+this process (`conftest.run_setree`); the knowledge base of the module is built by the console script's code in a fresh
+process, so the process path is covered too."""
+import json
 import pytest
-
-def run(*args, input=None, env=None, timeout=300):
-    "Run `python -m setree.cli ARGS` (the console script's entry point); return the CompletedProcess."
-    code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], input=input, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=timeout, encoding="utf-8")
+from conftest import run_setree as run
 
 def one_line_error(p):
     assert p.returncode != 0
@@ -25,7 +21,7 @@ def kb(tmp_path_factory):
                                 "the user flew to Lisbon", "the user composts kitchen scraps", "the user runs 5 km",
                                 "the user bakes sourdough bread"]) + "\n", encoding="utf-8")
     db = d / "kb.db"
-    p = run("build", facts, "--db", db, "--embedder", "hashing", "--quiet")
+    p = run("build", facts, "--db", db, "--embedder", "hashing", "--quiet", fresh=True)
     assert p.returncode == 0, p.stderr
     return d, db
 
@@ -92,7 +88,7 @@ def test_empty_and_tiny_knowledge_bases(tmp_path):                              
         assert sorted(i["text"] for i in res["items"]) == sorted(f.read_text().splitlines())
 
 def test_demo_runs_offline():
-    p = run("demo", timeout=600)
+    p = run("demo")
     assert p.returncode == 0, p.stderr
     assert p.stdout.count("===") == 3
     niche = p.stdout.split("===")[-1]

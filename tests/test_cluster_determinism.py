@@ -17,12 +17,12 @@ print(digest())
 """
 
 def digest()->str:
-    "SHA-256 over every array of the hierarchy of the 40 facts (hashing embedder) and of 3,000 random vectors."
+    "SHA-256 over every array of the hierarchy of the 40 facts (hashing embedder) and of 1,000 random vectors (small window: splits)."
     emb = get_embedder("hashing")
     rng = np.random.default_rng(1)
-    X = rng.normal(size=(3000, 48)).astype(np.float32); X /= np.linalg.norm(X, axis=1, keepdims=True)
+    X = rng.normal(size=(1000, 48)).astype(np.float32); X /= np.linalg.norm(X, axis=1, keepdims=True)
     h = hashlib.sha256()
-    for E, tok, kw in [(emb.embed(TEXTS), count_tokens(TEXTS), {}), (X, np.full(3000, 20), dict(window_tokens=200))]:
+    for E, tok, kw in [(emb.embed(TEXTS), count_tokens(TEXTS), {}), (X, np.full(1000, 20), dict(window_tokens=200))]:
         hy = cluster.cluster_hierarchy(E, tok, seed=3, **kw)
         for a in [hy.parent, hy.level, *hy.children]: h.update(np.ascontiguousarray(a).tobytes())
         for lv in hy.levels:

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import fastcore.test as ft
 from setree import evaluate as ev
-from setree.embed import shared_data
+from setree.datasets import shared_data
 
 LOCOMO = shared_data("locomo", "locomo_dev.json")
 needs_data = pytest.mark.skipif(LOCOMO is None, reason="../shared/data/locomo/locomo_dev.json is absent")

@@ -1,7 +1,6 @@
 """setree.store across processes: a tree saved by one process loads equal in another; a reader process sees the last
 committed tree while a writer process holds an open write transaction (WAL)."""
 import os, pickle, subprocess, sys, textwrap
-from pathlib import Path
 import numpy as np
 import fastcore.test as ft
 from setree.core import Tree, ClusterLevel, as_facts, count_tokens
