@@ -132,7 +132,7 @@ def measure_op(kb, path, stub, op, compare_trees=True):
     before = fact_sets(kb.tree()) if compare_trees else None
     c0, tc0 = stub.calls if stub else 0, total_changes(kb)
     with WriteMeter(path) as wm:
-        t0 = time.perf_counter(); ack = op(kb); t1 = time.perf_counter(); rep = kb.maintain(); t2 = time.perf_counter()
+        t0 = time.perf_counter(); op(kb); t1 = time.perf_counter(); rep = kb.maintain(); t2 = time.perf_counter()
     tc1 = total_changes(kb)
     row = {"seconds": t2 - t0, "mutation_s": t1 - t0, "pass_s": t2 - t1, "stub_calls": (stub.calls - c0) if stub else None,
            "rows_changed": None if tc0 is None or tc1 is None else tc1 - tc0, "wal_bytes": wm.wal_bytes, "wal_frames": wm.frames,

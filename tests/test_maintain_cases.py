@@ -1,7 +1,7 @@
 """Cases about a changing knowledge base, through the library (`setree.maintain.KnowledgeBase`) and the `setree`
 command: empty input followed by an insert (C-01 d), an updated fact (C-07), a deleted fact with a process restart
 (C-08). The concurrent-writers case (C-22) is in test_maintain_concurrency.py."""
-import json, os, subprocess, sys
+import json, subprocess, sys
 import numpy as np
 import pytest
 
@@ -60,7 +60,7 @@ def test_c07_insert_keeps_both_and_shows_newer(tmp_path):
 
 def test_c07_update_replaces_everywhere(tmp_path):
     with KnowledgeBase(tmp_path / "kb.db", embedder=H) as kb:
-        ack = kb.insert([OLD] + OTHERS); kb.maintain()
+        kb.insert([OLD] + OTHERS); kb.maintain()
         fid = next(f.id for f in kb.tree().facts if f.text == OLD)
         up = kb.update(fid, "the user writes C++20"); rep = kb.maintain()
         assert up.op == "update" and up.ids == [fid] and rep["error"] is None and rep["updated"] == 1

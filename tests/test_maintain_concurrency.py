@@ -2,8 +2,7 @@
 `setree insert --defer` command (its `main`, in a loop inside one process), one runs `setree maintain` every 0.5 s
 (fresh processes), one retrieves in a loop through the library. No fact is lost, no lock error reaches a user, and the
 final count is the start count + 200."""
-import json, os, subprocess, sys, time
-from pathlib import Path
+import json, subprocess, sys, time
 import pytest
 
 INSERTER = r"""

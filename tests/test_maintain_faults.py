@@ -1,7 +1,7 @@
 """Fault injection for maintenance passes: a child process inserts and maintains in a loop and is killed with SIGKILL at
 random points of its passes. After every kill the store opens, passes its integrity check, holds either the old or the
 new tree (never a half-applied pass), and no acknowledged insert is lost. The 100-kill run is in the maintenance report."""
-import importlib.util, os, signal, sys
+import importlib.util, os, signal
 from pathlib import Path
 import pytest
 
