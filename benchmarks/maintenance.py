@@ -151,6 +151,11 @@ def _summ(rows, key):
     return {"p50": pct(xs, 50), "p95": pct(xs, 95), "mean": float(np.mean(xs)) if xs else float("nan"), "n": len(xs)}
 
 
+def stub_reply(items:list[str])->str:
+    "The local stub's summary: the first eight words of the first item (short enough that no reply is cut or retried)."
+    return " ".join(items[0].split()[:8]) if items else "nothing to summarize"
+
+
 def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int, workdir:Path, log=print)->dict:
     from setree.embed import get_embedder
     from setree.summarize import StubChatServer, ChatSummarizer
@@ -163,8 +168,8 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
     for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
         if p.exists(): p.unlink()
     out = {"n": n, "facts_not_cached": missing}
-    with StubChatServer() as stub:
-        summ = ChatSummarizer(base_url=stub.url)
+    with StubChatServer(reply=stub_reply) as stub:
+        summ = ChatSummarizer(base_url=stub.url, model="stub")
         kb = _kb(path, emb, summ)
         # full build (from cached embeddings) through the KnowledgeBase
         t0 = time.perf_counter(); c0 = stub.calls
@@ -410,3 +415,51 @@ def main(argv=None):
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---------------------------------------------------------------- tables
+def _ms(x): return "–" if x is None or x != x else f"{1000 * x:,.1f}"
+def _n(x, d=1): return "–" if x is None or x != x else f"{x:,.{d}f}"
+
+def cost_table(cost:dict)->str:
+    "Markdown table of a cost run: one row per size and operation."
+    head = ("| N | operation | trials | P50 ms | P95 ms | pass P50 ms | summarizer calls/pass (mean) | changed communities (mean) "
+            "| rows changed (mean) | WAL KiB written (mean) | full-rebuild passes | rebuild P50 / op P50 |")
+    lines = [head, "|" + "---:|" * 2 + "---|" * 0 + "---:|" * 10]
+    for n, r in cost["sizes"].items():
+        rb = r["rebuild"]["seconds"]["p50"]
+        for op in ("insert1", "insert100", "forget1", "rebuild"):
+            o = r[op]
+            ratio = rb / o["seconds"]["p50"] if op != "rebuild" and o["seconds"]["p50"] else float("nan")
+            lines.append(f"| {int(n):,} | {op} | {o['seconds']['n']} | {_ms(o['seconds']['p50'])} | {_ms(o['seconds']['p95'])} "
+                         f"| {_ms(o['pass_s']['p50'])} | {_n(o['stub_calls']['mean'])} | {_n(o['changed_communities']['mean'])} "
+                         f"| {_n(o['rows_changed']['mean'], 0)} | {_n(o['wal_bytes']['mean'] / 1024)} | {o['full_rebuild_passes']} "
+                         f"| {_n(ratio, 0) if op != 'rebuild' else ''} |")
+    return "\n".join(lines)
+
+def build_table(cost:dict)->str:
+    "Markdown table of the first full build per size, with the embedding time measured separately."
+    lines = ["| N | build s (cached embeddings) | summarizer calls | WAL MiB written | store MiB | embed s/1000 texts (measured) | embed s for N (extrapolated) |",
+             "|---:|---:|---:|---:|---:|---:|---:|"]
+    for n, r in cost["sizes"].items():
+        b, e = r["build"], r["embed_sample"]
+        lines.append(f"| {int(n):,} | {b['seconds']:.2f} | {b['stub_calls']:,} | {b['wal_bytes'] / 2**20:.1f} | {b['stats']['size_bytes'] / 2**20:.1f} "
+                     f"| {e['seconds'] / e['texts'] * 1000:.2f} | {e['extrapolated_s_for_n']:.1f} |")
+    return "\n".join(lines)
+
+def quality_table(q:dict, forget:bool=False)->str:
+    "Markdown table: evidence recall (categories 1-4) of the grown tree and the full build per budget, and their shapes."
+    bs = [str(b) for b in q["budgets"]]
+    lines = ["| conversation | facts | tree | " + " | ".join(f"recall@{b}" for b in bs) + " | depth | arity mean | arity max | faithfulness mean |",
+             "|---|---:|---|" + "---:|" * (len(bs) + 4)]
+    for sid, row in q["conversations"].items():
+        r = row["forget"] if forget else row
+        for kind in ("grown", "full"):
+            t = r[kind]
+            lines.append(f"| {sid} | {t['facts']} | {kind} | " + " | ".join(f"{t['recall'][b]:.3f}" for b in bs)
+                         + f" | {t['depth']} | {t['arity_mean']:.2f} | {t['arity_max']} | {t['faithfulness_mean']:.1f} |")
+    mean = lambda kind, b: np.mean([(row["forget"] if forget else row)[kind]["recall"][b] for row in q["conversations"].values()])
+    for kind in ("grown", "full"):
+        lines.append(f"| **mean** | | {kind} | " + " | ".join(f"{mean(kind, b):.3f}" for b in bs) + " | | | | |")
+    lines.append("| **grown − full (points)** | | | " + " | ".join(f"{100 * (mean('grown', b) - mean('full', b)):+.1f}" for b in bs) + " | | | | |")
+    return "\n".join(lines)
