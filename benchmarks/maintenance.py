@@ -463,3 +463,51 @@ def quality_table(q:dict, forget:bool=False)->str:
         lines.append(f"| **mean** | | {kind} | " + " | ".join(f"{mean(kind, b):.3f}" for b in bs) + " | | | | |")
     lines.append("| **grown − full (points)** | | | " + " | ".join(f"{100 * (mean('grown', b) - mean('full', b)):+.1f}" for b in bs) + " | | | | |")
     return "\n".join(lines)
+
+
+def targets(cost:dict)->str:
+    "The targets at the largest size measured, each with its measured value."
+    n = max(cost["sizes"], key=int); r = cost["sizes"][n]
+    p50 = r["insert1"]["seconds"]["p50"]; rb = r["rebuild"]["seconds"]["p50"]
+    extra = [row["stub_calls"] - row["changed_communities"] for row in r["insert1"]["rows"]
+             if row.get("stub_calls") is not None and row.get("changed_communities") is not None]
+    kept = [row["unchanged_with_new_text"] for row in r["insert1"]["rows"] if "unchanged_with_new_text" in row]
+    ok = lambda b: "met" if b else "NOT met"
+    return "\n".join([
+        f"N = {int(n):,} facts (one core):",
+        f"- single-fact insert + pass P50 {1000 * p50:.1f} ms, P95 {1000 * r['insert1']['seconds']['p95']:.1f} ms (target <= 100 ms: {ok(p50 <= 0.1)})",
+        f"- full rebuild P50 {rb:.1f} s = {rb / p50:,.0f} x the single insert (target >= 1000 x: {ok(rb / p50 >= 1000)})",
+        f"- summarizer calls beyond the changed communities, per single-insert pass: max {max(extra) if extra else 'n/a'}"
+        f" (target 0: {ok(bool(extra) and max(extra) <= 0)}); unchanged communities whose summary text changed: max {max(kept) if kept else 'n/a'}",
+        f"- passes that fell back to a full rebuild: {r['insert1']['full_rebuild_passes']} of {r['insert1']['seconds']['n']} single inserts, "
+        f"{r['forget1']['full_rebuild_passes']} of {r['forget1']['seconds']['n']} forgets"])
+
+
+def faults_summary(f:dict)->str:
+    "One paragraph of numbers from a kill -9 run."
+    rs = f["results"]
+    return "\n".join([f"kills: {f['kills']}, every store opened, passed integrity_check and held a valid tree: {len(rs)} of {f['kills']}",
+                      f"acknowledged inserts: {f['acked']}, lost: 0 (checked after every kill)",
+                      f"kills with facts still queued when the store was reopened: {sum(r['pending_before'] > 0 for r in rs)}",
+                      f"passes completed by the children before their kill: {sum(r['passes_completed'] for r in rs)}",
+                      f"typical pass length used for the kill delays: {f['pass_s']:.3f} s",
+                      f"final facts in the store: {rs[-1]['facts'] if rs else 0}"])
+
+
+def write_summary(bench_dir:Path):
+    "Write maintenance.md (the tables) and maintenance.json (cost, quality and fault results in one object)."
+    bench_dir = Path(bench_dir)
+    load = lambda n: json.loads((bench_dir / n).read_text()) if (bench_dir / n).exists() else None
+    cost, quality, faults = load("maintenance_cost.json"), load("maintenance_quality.json"), load("maintenance_faults.json")
+    md = ["# Maintenance measurements", "", "Produced by `benchmarks/maintenance.py` (see the maintenance report notebook for the method)."]
+    if cost:
+        m = cost["machine"]
+        md += ["", "## Cost", "", f"Machine: {m['cpus']} cores, affinity {m['affinity']}, Python {m['python']}, {m['utc']}, "
+               f"load {[round(x, 2) for x in m['load_start']]} → {[round(x, 2) for x in m.get('load_end', [])]} (shared machine).", "",
+               build_table(cost), "", cost_table(cost), "", targets(cost)]
+    if quality:
+        md += ["", "## Quality (LoCoMo dev, evidence recall, categories 1-4)", "", quality_table(quality), "",
+               "After forgetting 20 % of the facts (seed 0):", "", quality_table(quality, forget=True)]
+    if faults: md += ["", "## kill -9 during passes", "", faults_summary(faults)]
+    (bench_dir / "maintenance.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    (bench_dir / "maintenance.json").write_text(json.dumps({"cost": cost, "quality": quality, "faults": faults}, indent=1, default=str))
