@@ -318,8 +318,10 @@ CHILD = r"""
 import json, os, sys, time
 from setree.embed import get_embedder
 from setree.maintain import KnowledgeBase
+import scipy.sparse, leidenalg, setree.build, setree.cluster, setree.cover, setree.fidelity, setree.summarize  # noqa: F401 (warm imports: a pass's time is its work)
 db, log, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
 kb = KnowledgeBase(db, embedder=get_embedder("hashing"))
+kb.tree()
 i = start
 with open(log, "a", buffering=1) as fh:
     while True:
@@ -378,20 +380,26 @@ def run_faults(db:Path, kills:int, seed:int=0, pass_s:float|None=None, log=print
         logf.write_text("")
         p = subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(logf), str(start)], stderr=subprocess.PIPE)
         start += 300
-        # wait for the first pass to start, then kill somewhere inside it (or inside a later one)
+        # wait for the first pass to start, then kill somewhere inside it (or just after it)
         t_end = time.time() + 60
         while time.time() < t_end and '"pass_start"' not in logf.read_text(): time.sleep(0.005)
-        delay = rng.uniform(0, pass_s or 0.3) * rng.choice([1, 1, 2, 3])
-        time.sleep(delay)
+        if pass_s is None:   # calibration: let the first child finish one pass to learn how long a pass takes
+            while time.time() < t_end and '"pass_done"' not in logf.read_text(): time.sleep(0.005)
+            delay = 0.0
+        else:
+            delay = rng.uniform(0, 1.2 * pass_s)
+            time.sleep(delay)
         p.send_signal(signal.SIGKILL); p.wait()
         rows = [json.loads(l) for l in logf.read_text().splitlines() if l.strip().endswith("}")]
         for r in rows:
             if "acked" in r: acked.update({t: r["seq"] for t in r["acked"]})
         done = [r for r in rows if "pass_done" in r]
         if pass_s is None and done and done[0].get("seconds"): pass_s = float(done[0]["seconds"])
+        elif pass_s is None: pass_s = 1.0
         res = check_store(db, acked, rows, prior)
         prior = res["applied_after"]
-        res.update(kill=k, delay_s=delay, passes_completed=len(done))
+        res.update(kill=k, delay_s=delay, passes_completed=len(done), pass_s=pass_s,
+                   in_pass=bool(rows) and "pass_start" in rows[-1])   # killed after a pass started and before it logged its end
         results.append(res)
         log(json.dumps(res))
     return {"kills": kills, "acked": len(acked), "results": results, "pass_s": pass_s}
@@ -497,6 +505,8 @@ def faults_summary(f:dict)->str:
                       f"acknowledged inserts: {f['acked']}, lost: 0 (checked after every kill)",
                       f"kills with facts still queued when the store was reopened: {sum(r['pending_before'] > 0 for r in rs)}",
                       f"passes completed by the children before their kill: {sum(r['passes_completed'] for r in rs)}",
+                      f"kills that landed inside a pass (after its start, before its end was logged): {sum(bool(r.get('in_pass')) for r in rs)}",
+                      f"kill delays after the pass start: {min(r['delay_s'] for r in rs):.3f}-{max(r['delay_s'] for r in rs):.3f} s",
                       f"typical pass length used for the kill delays: {f['pass_s']:.3f} s",
                       f"final facts in the store: {rs[-1]['facts'] if rs else 0}"])
 
