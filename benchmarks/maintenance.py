@@ -117,12 +117,14 @@ class WriteMeter:
 
 
 def fact_sets(tree)->dict:
-    "frozenset of fact ids under each internal node -> its summary text."
-    ids = np.array([f.id for f in tree.facts], object)
-    out = {}
-    for v in range(tree.n_facts, tree.n_nodes):
-        out[frozenset(ids[tree.order[tree.start[v]:tree.stop[v]]])] = tree.texts[v]
-    return out
+    """Fingerprint of the fact set under each internal node -> its summary text. The fingerprint is the wrap-around sum of a
+    64-bit hash of every fact id below the node (one cumulative sum over the depth-first fact order: O(N + M))."""
+    if tree.n_nodes <= tree.n_facts: return {}
+    h = np.array([hash(f.id) & 0xFFFFFFFFFFFFFFFF for f in tree.facts], np.uint64)[np.asarray(tree.order)]
+    cs = np.concatenate([np.zeros(1, np.uint64), np.cumsum(h, dtype=np.uint64)])
+    v = np.arange(tree.n_facts, tree.n_nodes)
+    fp = cs[np.asarray(tree.stop)[v]] - cs[np.asarray(tree.start)[v]]
+    return {int(x): tree.texts[i] for x, i in zip(fp, v)}
 
 
 def pct(xs, q): return float(np.percentile(np.asarray(xs, float), q)) if len(xs) else float("nan")
@@ -139,9 +141,12 @@ def measure_op(kb, path, stub, op, compare_trees=True):
     before = fact_sets(kb.tree()) if compare_trees else None
     c0, tc0 = stub.calls if stub else 0, total_changes(kb)
     with WriteMeter(path) as wm:
+        p0, h0 = time.process_time(), time.thread_time()
         t0 = time.perf_counter(); op(kb); t1 = time.perf_counter(); rep = kb.maintain(); t2 = time.perf_counter()
+        p1, h1 = time.process_time(), time.thread_time()
     tc1 = total_changes(kb)
-    row = {"seconds": t2 - t0, "mutation_s": t1 - t0, "pass_s": t2 - t1, "stub_calls": (stub.calls - c0) if stub else None,
+    row = {"seconds": t2 - t0, "mutation_s": t1 - t0, "pass_s": t2 - t1, "cpu_s": p1 - p0, "thread_cpu_s": h1 - h0,
+           "stub_calls": (stub.calls - c0) if stub else None,
            "rows_changed": None if tc0 is None or tc1 is None else tc1 - tc0, "wal_bytes": wm.wal_bytes, "wal_frames": wm.frames,
            "file_delta": wm.file_delta, "report": rep}
     if compare_trees:
@@ -179,20 +184,19 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
         summ = ChatSummarizer(base_url=stub.url, model="stub")
         kb = _kb(path, emb, summ)
         # full build (from cached embeddings) through the KnowledgeBase
-        t0 = time.perf_counter(); c0 = stub.calls
-        with WriteMeter(path) as wm:
-            kb.build(facts); rep = kb.maintain()
-        out["build"] = {"seconds": time.perf_counter() - t0, "stub_calls": stub.calls - c0, "wal_bytes": wm.wal_bytes,
-                        "wal_frames": wm.frames, "report": rep, "stats": kb.stats()}
-        log(f"N={n}: build {out['build']['seconds']:.1f}s, {out['build']['stub_calls']} summarizer calls")
-        # embedding time, measured separately on up to 1,000 texts (batch session, 1 thread) and scaled to N
-        sample = facts[:min(n, 1000)]
-        t0 = time.perf_counter(); inner.embed(sample); es = time.perf_counter() - t0
-        out["embed_sample"] = {"texts": len(sample), "seconds": es, "extrapolated_s_for_n": es / len(sample) * n}
+        out["build"] = measure_op(kb, path, stub, lambda k: k.build(facts), compare_trees=False)
+        out["build"]["stats"] = kb.stats()
+        log(f"N={n}: build {out['build']['seconds']:.1f}s wall, {out['build']['cpu_s']:.1f}s CPU, {out['build']['stub_calls']} summarizer calls")
+        # embedding time, measured separately on up to 200 texts (batch session, 1 thread) and scaled to N
+        sample = facts[:min(n, 200)]
+        t0 = time.perf_counter(); p0 = time.process_time(); inner.embed(sample); es = time.perf_counter() - t0
+        ec = time.process_time() - p0
+        out["embed_sample"] = {"texts": len(sample), "seconds": es, "cpu_s": ec, "extrapolated_s_for_n": es / len(sample) * n,
+                               "extrapolated_cpu_s_for_n": ec / len(sample) * n}
         warm = measure_op(kb, path, stub, lambda k: k.insert(next(new_pool)), compare_trees=False)   # first pass after build: warm caches
         out["warmup_insert"] = warm
         ins1 = [measure_op(kb, path, stub, lambda k: k.insert(next(new_pool))) for _ in range(trials1)]
-        log(f"N={n}: insert 1 P50 {pct([r['seconds'] for r in ins1], 50)*1000:.1f} ms")
+        log(f"N={n}: insert 1 P50 {pct([r['seconds'] for r in ins1], 50)*1000:.1f} ms wall, {pct([r['cpu_s'] for r in ins1], 50)*1000:.1f} ms CPU")
         ins100 = [measure_op(kb, path, stub, lambda k: k.insert([next(new_pool) for _ in range(100)])) for _ in range(trials100)]
         log(f"N={n}: insert 100 P50 {pct([r['seconds'] for r in ins100], 50)*1000:.1f} ms")
         rng = random.Random(n)
@@ -202,14 +206,14 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
         log(f"N={n}: forget 1 P50 {pct([r['seconds'] for r in fg], 50)*1000:.1f} ms")
         # full rebuild of the same facts the store now holds
         now = [{"id": f.id, "text": f.text, "meta": f.meta} for f in kb.tree().facts]
-        rb = []
+        rb = [] if rebuilds else [out["build"]]   # 0 rebuilds: the first build stands for the rebuild
         for _ in range(rebuilds):
             rb.append(measure_op(kb, path, stub, lambda k: k.build(now, replace=True), compare_trees=False))
             log(f"N={n}: rebuild {rb[-1]['seconds']:.1f}s")
         out["stats_end"] = kb.stats()
         kb.close(); summ.close()
     for name, rows in (("insert1", ins1), ("insert100", ins100), ("forget1", fg), ("rebuild", rb)):
-        out[name] = {"rows": rows, **{k: _summ(rows, k) for k in ("seconds", "mutation_s", "pass_s", "stub_calls", "rows_changed",
+        out[name] = {"rows": rows, **{k: _summ(rows, k) for k in ("seconds", "mutation_s", "pass_s", "cpu_s", "thread_cpu_s", "stub_calls", "rows_changed",
                                                                      "wal_bytes", "wal_frames", "changed_communities",
                                                                      "unchanged_with_new_text")}}
         out[name]["full_rebuild_passes"] = sum(bool(r["report"].get("full_rebuild")) for r in rows)
@@ -230,7 +234,7 @@ def cmd_cost(a):
     res = {"machine": machine(), "sizes": {}}
     outp = Path(a.out)
     for n in a.sizes:
-        res["sizes"][str(n)] = cost_one(n, a.trials1, a.trials100, a.trials_forget, a.rebuilds if n < 50_000 else 1, workdir,
+        res["sizes"][str(n)] = cost_one(n, a.trials1, a.trials100, a.trials_forget, a.rebuilds, workdir,
                                         log=lambda s: print(s, flush=True))
         res["machine"]["load_end"] = os.getloadavg()
         outp.write_text(json.dumps(res, indent=1, default=str))   # after every size: partial results survive
