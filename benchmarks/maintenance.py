@@ -226,7 +226,13 @@ def machine()->dict:
     return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
             "affinity": sorted(os.sched_getaffinity(0)), "load_start": os.getloadavg(),
             "threads_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
-            "utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            "utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "library": library_version()}
+
+
+def library_version()->dict:
+    "The last commit that changed `setree/` and whether the working tree's `setree/` differs from it (the code measured)."
+    git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+    return {"setree_commit": git("log", "-1", "--format=%h", "--", "setree"), "setree_dirty": bool(git("status", "--porcelain", "--", "setree"))}
 
 
 def cmd_cost(a):
