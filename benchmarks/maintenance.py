@@ -168,7 +168,8 @@ def stub_reply(items:list[str])->str:
     return " ".join(items[0].split()[:8]) if items else "nothing to summarize"
 
 
-def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int, workdir:Path, log=print)->dict:
+def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int, workdir:Path, log=print,
+             partial=None)->dict:   # partial(out): called after every phase with the results so far
     from setree.embed import get_embedder
     from setree.summarize import StubChatServer, ChatSummarizer
     inner = get_embedder(threads=1)
@@ -195,9 +196,12 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
                                "extrapolated_cpu_s_for_n": ec / len(sample) * n}
         warm = measure_op(kb, path, stub, lambda k: k.insert(next(new_pool)), compare_trees=False)   # first pass after build: warm caches
         out["warmup_insert"] = warm
+        if partial: partial(out)
         ins1 = [measure_op(kb, path, stub, lambda k: k.insert(next(new_pool))) for _ in range(trials1)]
+        if partial: partial({**out, "insert1_rows": ins1})
         log(f"N={n}: insert 1 P50 {pct([r['seconds'] for r in ins1], 50)*1000:.1f} ms wall, {pct([r['cpu_s'] for r in ins1], 50)*1000:.1f} ms CPU")
         ins100 = [measure_op(kb, path, stub, lambda k: k.insert([next(new_pool) for _ in range(100)])) for _ in range(trials100)]
+        if partial: partial({**out, "insert1_rows": ins1, "insert100_rows": ins100})
         log(f"N={n}: insert 100 P50 {pct([r['seconds'] for r in ins100], 50)*1000:.1f} ms")
         rng = random.Random(n)
         ids = [f.id for f in kb.tree().facts]
@@ -240,8 +244,10 @@ def cmd_cost(a):
     res = {"machine": machine(), "sizes": {}}
     outp = Path(a.out)
     for n in a.sizes:
+        part = outp.with_name(outp.stem + f"_partial_{n}.json")
         res["sizes"][str(n)] = cost_one(n, a.trials1, a.trials100, a.trials_forget, a.rebuilds, workdir,
-                                        log=lambda s: print(s, flush=True))
+                                        log=lambda s: print(s, flush=True),
+                                        partial=lambda o: part.write_text(json.dumps(o, indent=1, default=str)))
         res["machine"]["load_end"] = os.getloadavg()
         outp.write_text(json.dumps(res, indent=1, default=str))   # after every size: partial results survive
     return 0
