@@ -106,8 +106,9 @@ def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (
 def _some_centroids(tree:Tree, E, nodes)->np.ndarray:
     "`node_centroids` for a few nodes and their children only (the rows of other nodes stay 0): what a partial summary pass needs."
     mu = np.zeros((tree.n_nodes, E.shape[1]), np.float32)
+    S = tree.leaf_sum if tree.leaf_sum is not None and len(tree.leaf_sum) == tree.n_nodes else None   # a maintenance pass has them
     for v in set(nodes) | {int(c) for v in nodes for c in tree.children[v]}:
-        s = E[tree.order[tree.start[v]:tree.stop[v]]].sum(0, dtype=np.float64)
+        s = S[v] if S is not None else E[tree.order[tree.start[v]:tree.stop[v]]].sum(0, dtype=np.float64)
         mu[v] = s / max(np.linalg.norm(s), 1e-12)
     return mu
 

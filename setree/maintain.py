@@ -306,7 +306,7 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
-# %% ../nbs/07b_maintain.ipynb #c4d30f4a
+# %% ../nbs/07b_maintain.ipynb #6b3453cd
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -327,7 +327,7 @@ def maintain(self:KnowledgeBase)->dict:
             dirty, dirty_facts = info.pop("_dirty", None), info.pop("_dirty_facts", None)
             report.update(info)
             report["seconds"] = round(time.perf_counter() - t0, 4)
-            self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"])
+            report["rows"] = self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"])
         except StoreBusy: raise
         except Exception as e:
             report.update(error=f"{type(e).__name__}: {e}", seconds=round(time.perf_counter() - t0, 4), applied_seq=state["applied_seq"])
@@ -422,7 +422,7 @@ def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
     return _align(keys, q.ravel()).reshape(q.shape)
 
-# %% ../nbs/07b_maintain.ipynb #68a2abbd
+# %% ../nbs/07b_maintain.ipynb #e8137859
 def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     "The kNN graph induced on member positions `X` (sorted)."
     from setree.cluster import knn_graph
@@ -451,7 +451,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     if mode == "subgraph":
         share = 2 * sum(g.es["weight"]) / max(two_m, 1e-12)
         return leiden(g, resolution * share, seed)
-    import leidenalg
+    import leidenalg   # "fixed" and "local" (all of X free): the whole level's modularity, from the committed communities
     scale = 1000.0
     sizes = np.maximum(1, np.rint(scale * deg[X])).astype(np.int64).tolist()
     start = canonical(np.where(free & (init < 0), -1 - np.arange(len(X)), init))
@@ -517,7 +517,7 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #9dd05cfd
+# %% ../nbs/07b_maintain.ipynb #e67bfac4
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int):
     "Re-cluster one changed level: patch its kNN graph, re-run Leiden on the affected communities, decide the parents."
     from setree.cluster import split_oversize
@@ -529,6 +529,7 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     X = np.flatnonzero(np.isin(init, affected[affected >= 0]) | chg)
     old_size = np.bincount(old["community"]) if len(old["community"]) else np.zeros(0, np.int64)
     free = chg[X] | (old_size[np.maximum(init[X], 0)] == 1)    # changed members, and members that were alone (they have no summary to keep)
+    if LEIDEN_MODE == "local": free[:] = True                   # every member of the affected communities may move
     lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
     lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
     # a re-decided community with exactly its committed members keeps its label; any other gets a new one
@@ -696,7 +697,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
                                                  knn_sim=np.asarray(d["knn_sim"], np.float32))))
     return out
 
-# %% ../nbs/07b_maintain.ipynb #b151f032
+# %% ../nbs/07b_maintain.ipynb #4cd24972
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
     "(M,) bool: the seeds and every ancestor of one."
     out = seeds.copy(); cur = np.flatnonzero(seeds)
@@ -704,16 +705,18 @@ def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
         p = tree.parent[cur]; p = np.unique(p[p >= 0]); cur = p[~out[p]]; out[cur] = True
     return out
 
-def update_fidelity(tree:Tree, base:Tree, ob:np.ndarray, dirty:np.ndarray, fresh:np.ndarray)->Tree:
+def update_fidelity(tree:Tree, base:Tree, ob:np.ndarray, dirty:np.ndarray, fresh:np.ndarray, sums:bool=True)->Tree:
     """S, n, loss, dloss and faithfulness of the new tree without a full pass: copied from the committed tree, recomputed on the
     `dirty` paths (S and n are sums over children: the fidelity recurrence is linear) and where the summary is `fresh`."""
     N, M = tree.n_facts, tree.n_nodes
     has = ob >= 0
-    S = np.zeros((M, tree.emb.shape[1]), np.float64); n = np.zeros(M, np.int64)
-    S[has], n[has] = base.leaf_sum[ob[has]], base.count[ob[has]]
-    S[:N], n[:N] = tree.emb[:N], 1
-    for v in sorted(np.flatnonzero(dirty & (np.arange(M) >= N)).tolist(), key=lambda v: tree.level[v]):
-        ch = tree.children[v]; S[v] = S[ch].sum(0); n[v] = n[ch].sum()
+    if sums:   # (sums=False: S and n are already this tree's; only the summaries changed)
+        S = np.empty((M, tree.emb.shape[1]), np.float64); n = np.zeros(M, np.int64)
+        S[:N], n[:N] = tree.emb[:N], 1
+        old = np.flatnonzero(has & (np.arange(M) >= N)); S[old], n[old] = base.leaf_sum[ob[old]], base.count[ob[old]]
+        for v in sorted(np.flatnonzero((dirty | ~has) & (np.arange(M) >= N)).tolist(), key=lambda v: tree.level[v]):
+            ch = tree.children[v]; S[v] = S[ch].sum(0); n[v] = n[ch].sum()
+    else: S, n = tree.leaf_sum, tree.count
     loss, faith, dloss = np.zeros(M), np.full(M, 100, np.int64), np.zeros(M)
     loss[has], faith[has], dloss[has] = base.loss[ob[has]], base.faithfulness[ob[has]], base.dloss[ob[has]]
     redo = np.flatnonzero((dirty | fresh | ~has) & (np.arange(M) >= N))
@@ -774,7 +777,7 @@ def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tr
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #dba94946
+# %% ../nbs/07b_maintain.ipynb #35bea0a9
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -800,7 +803,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
         bad = np.flatnonzero((tree.tokens > cs) & (np.arange(M) >= N))
         if not len(bad): break
         needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad)
-    update_fidelity(tree, base, ob, dirty, needs)
+    update_fidelity(tree, base, ob, dirty, needs, sums=False)
     update_projections(tree, base, ob, needs)
     update_line_tokens(tree, base, ob, fchg)
     tree.levels = _levels_in_numbers(st, base, tree._keys)
