@@ -426,6 +426,7 @@ def cmd_faults(a):
         res = run_faults(Path(d) / "kb.db", a.kills, a.seed)
     res["machine"] = machine()
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
+    print(faults_summary(res))
     return 0
 
 
@@ -525,7 +526,8 @@ def faults_summary(f:dict)->str:
     rs = f["results"]
     return "\n".join([f"kills: {f['kills']}, every store opened, passed integrity_check and held a valid tree: {len(rs)} of {f['kills']}",
                       f"acknowledged inserts: {f['acked']}, lost: 0 (checked after every kill)",
-                      f"kills with facts still queued when the store was reopened: {sum(r['pending_before'] > 0 for r in rs)}",
+                      f"reopened with the interrupted pass's facts still queued (the old tree): {sum(r['pending_before'] > 0 for r in rs)}; "
+                      f"with them applied (the new tree): {sum(r['pending_before'] == 0 for r in rs)}",
                       f"passes completed by the children before their kill: {sum(r['passes_completed'] for r in rs)}",
                       f"kills that landed inside a pass (after its start, before its end was logged): {sum(bool(r.get('in_pass')) for r in rs)}",
                       f"kill delays after the pass start: {min(r['delay_s'] for r in rs):.3f}-{max(r['delay_s'] for r in rs):.3f} s",
@@ -556,6 +558,7 @@ def write_summary(bench_dir:Path):
     if quality:
         md += ["", "## Quality (LoCoMo dev, evidence recall, categories 1-4)", "", quality_table(quality), "",
                "After forgetting 20 % of the facts (seed 0):", "", quality_table(quality, forget=True)]
-    if faults: md += ["", "## kill -9 during passes", "", faults_summary(faults)]
+    if faults: md += ["", "## kill -9 during passes", "", f"setree code measured: {faults.get('machine', {}).get('library', 'see the report')}", "",
+                      faults_summary(faults)]
     (bench_dir / "maintenance.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     (bench_dir / "maintenance.json").write_text(json.dumps({"cost": cost, "quality": quality, "faults": faults}, indent=1, default=str))
