@@ -116,14 +116,19 @@ class WriteMeter:
         return False
 
 
-def fact_sets(tree)->dict:
-    """Fingerprint of the fact set under each internal node -> its summary text. The fingerprint is the wrap-around sum of a
-    64-bit hash of every fact id below the node (one cumulative sum over the depth-first fact order: O(N + M))."""
-    if tree.n_nodes <= tree.n_facts: return {}
+def fingerprints(tree)->tuple[np.ndarray, np.ndarray]:
+    """(internal node numbers, fingerprint of the fact set under each). The fingerprint is the wrap-around sum of a 64-bit hash
+    of every fact id below the node (one cumulative sum over the depth-first fact order: O(N + M))."""
+    v = np.arange(tree.n_facts, tree.n_nodes)
+    if not len(v): return v, np.zeros(0, np.uint64)
     h = np.array([hash(f.id) & 0xFFFFFFFFFFFFFFFF for f in tree.facts], np.uint64)[np.asarray(tree.order)]
     cs = np.concatenate([np.zeros(1, np.uint64), np.cumsum(h, dtype=np.uint64)])
-    v = np.arange(tree.n_facts, tree.n_nodes)
-    fp = cs[np.asarray(tree.stop)[v]] - cs[np.asarray(tree.start)[v]]
+    return v, cs[np.asarray(tree.stop)[v]] - cs[np.asarray(tree.start)[v]]
+
+
+def fact_sets(tree)->dict:
+    "Fingerprint of the fact set under each internal node -> its summary text (see `fingerprints`)."
+    v, fp = fingerprints(tree)
     return {int(x): tree.texts[i] for x, i in zip(fp, v)}
 
 
@@ -150,12 +155,28 @@ def measure_op(kb, path, stub, op, compare_trees=True):
            "rows_changed": None if tc0 is None or tc1 is None else tc1 - tc0, "wal_bytes": wm.wal_bytes, "wal_frames": wm.frames,
            "file_delta": wm.file_delta, "report": rep}
     if compare_trees:
-        after = fact_sets(kb.tree())
+        tree = kb.tree()
+        after = fact_sets(tree)
         changed = [s for s in after if s not in before]
         kept_resummarized = sum(1 for s, t in after.items() if s in before and before[s] != t)
         row.update(changed_communities=len(changed), unchanged_communities=len(after) - len(changed),
                    unchanged_with_new_text=kept_resummarized)
+        if stub is not None: row.update(request_targets(tree, stub, c0, set(before)))
     return row
+
+
+def request_targets(tree, stub, c0:int, before_fps:set)->dict:
+    """Which communities the summarizer requests since request number `c0` were for: each request's items (the children's
+    texts) are matched to the internal node of the new tree with those children; a node whose fact set already existed
+    before the pass is an unchanged community."""
+    v, fps = fingerprints(tree)
+    by_children = {tuple(sorted(tree.texts[c] for c in tree.children[u])): int(fp) for u, fp in zip(v, fps)}
+    out = {"calls_unchanged_communities": 0, "calls_changed_communities": 0, "calls_unmatched": 0}
+    for req in stub.requests[c0:]:
+        fp = by_children.get(tuple(sorted(stub.items(req))))
+        key = "calls_unmatched" if fp is None else "calls_unchanged_communities" if fp in before_fps else "calls_changed_communities"
+        out[key] += 1
+    return out
 
 
 def _summ(rows, key):
@@ -219,7 +240,8 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
     for name, rows in (("insert1", ins1), ("insert100", ins100), ("forget1", fg), ("rebuild", rb)):
         out[name] = {"rows": rows, **{k: _summ(rows, k) for k in ("seconds", "mutation_s", "pass_s", "cpu_s", "thread_cpu_s", "stub_calls", "rows_changed",
                                                                      "wal_bytes", "wal_frames", "changed_communities",
-                                                                     "unchanged_with_new_text")}}
+                                                                     "unchanged_with_new_text", "calls_unchanged_communities",
+                                                                     "calls_changed_communities", "calls_unmatched")}}
         out[name]["full_rebuild_passes"] = sum(bool(r["report"].get("full_rebuild")) for r in rows)
         out[name]["summarizer_calls_reported"] = _summ([{"x": r["report"].get("summarizer_calls")} for r in rows], "x")
     out["real_embeddings"] = emb.embedded
