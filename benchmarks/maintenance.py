@@ -562,7 +562,7 @@ def faults_summary(f:dict)->str:
 
 def merged_cost(bench_dir:Path)->dict|None:
     "The cost results of every `maintenance_cost*.json` run in one object (sizes ascending; each run keeps its machine record)."
-    runs = [json.loads(p.read_text()) for p in sorted(Path(bench_dir).glob("maintenance_cost*.json"))]
+    runs = [json.loads(p.read_text()) for p in sorted(Path(bench_dir).glob("maintenance_cost*.json")) if "_partial_" not in p.name]
     if not runs: return None
     sizes = {n: r for run in runs for n, r in run["sizes"].items()}
     return {"machines": [run["machine"] for run in runs], "machine": runs[0]["machine"],
