@@ -85,7 +85,7 @@ class _View:
             if ids: n -= self.con.execute(f"SELECT count(*) FROM facts WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0]
         return n
 
-# %% ../nbs/07b_maintain.ipynb #0eaa24a2
+# %% ../nbs/07b_maintain.ipynb #fd61daff
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -101,8 +101,8 @@ class KnowledgeBase:
         self._lockfd = None
 
     def close(self):
-        "Close both connections (idempotent)."
-        self._w.close(); self._r.close()
+        "Close both connections (idempotent); the writer last, so it checkpoints the write-ahead log into the file and removes it."
+        self._r.close(); self._w.close()
         if self._lockfd is not None: os.close(self._lockfd); self._lockfd = None
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()

@@ -220,7 +220,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #53e91c11
+# %% ../nbs/07_store.ipynb #486987a3
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -252,6 +252,7 @@ class Store:
             self._con = sqlite3.connect(p.as_uri() + ("?mode=ro" if readonly else "?mode=rwc"), uri=True, timeout=self.timeout_s,
                                         isolation_level=None, check_same_thread=False)
             self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+            if not readonly: self._con.execute("PRAGMA secure_delete = ON")   # a forgotten fact's bytes are overwritten, not left in free pages
             self._open()
         except BaseException as e:
             self.close()
