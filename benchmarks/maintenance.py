@@ -190,7 +190,8 @@ def stub_reply(items:list[str])->str:
 
 
 def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int, workdir:Path, log=print,
-             partial=None)->dict:   # partial(out): called after every phase with the results so far
+             partial=None,   # partial(out): called after every phase with the results so far
+             summarizer:str="chat")->dict:   # "chat" (against the local stub) or "extractive" (no HTTP; calls counted by the pass report)
     from setree.embed import get_embedder
     from setree.summarize import StubChatServer, ChatSummarizer
     inner = get_embedder(threads=1)
@@ -201,14 +202,16 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
     path = workdir / f"kb_{n}.db"
     for p in (path, Path(str(path) + "-wal"), Path(str(path) + "-shm")):
         if p.exists(): p.unlink()
-    out = {"n": n, "facts_not_cached": missing}
-    with StubChatServer(reply=stub_reply) as stub:
-        summ = ChatSummarizer(base_url=stub.url, model="stub")
+    out = {"n": n, "facts_not_cached": missing, "summarizer": summarizer}
+    from contextlib import nullcontext
+    from setree.summarize import ExtractiveSummarizer
+    with (StubChatServer(reply=stub_reply) if summarizer == "chat" else nullcontext()) as stub:
+        summ = ChatSummarizer(base_url=stub.url, model="stub") if stub else ExtractiveSummarizer()
         kb = _kb(path, emb, summ)
         # full build (from cached embeddings) through the KnowledgeBase
         out["build"] = measure_op(kb, path, stub, lambda k: k.build(facts), compare_trees=False)
         out["build"]["stats"] = kb.stats()
-        log(f"N={n}: build {out['build']['seconds']:.1f}s wall, {out['build']['cpu_s']:.1f}s CPU, {out['build']['stub_calls']} summarizer calls")
+        log(f"N={n}: build {out['build']['seconds']:.1f}s wall, {out['build']['cpu_s']:.1f}s CPU, {out['build']['stub_calls']} stub calls")
         # embedding time, measured separately on up to 200 texts (batch session, 1 thread) and scaled to N
         sample = facts[:min(n, 200)]
         t0 = time.perf_counter(); p0 = time.process_time(); inner.embed(sample); es = time.perf_counter() - t0
@@ -236,7 +239,8 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
             rb.append(measure_op(kb, path, stub, lambda k: k.build(now, replace=True), compare_trees=False))
             log(f"N={n}: rebuild {rb[-1]['seconds']:.1f}s")
         out["stats_end"] = kb.stats()
-        kb.close(); summ.close()
+        kb.close()
+        if stub: summ.close()
     for name, rows in (("insert1", ins1), ("insert100", ins100), ("forget1", fg), ("rebuild", rb)):
         out[name] = {"rows": rows, **{k: _summ(rows, k) for k in ("seconds", "mutation_s", "pass_s", "cpu_s", "thread_cpu_s", "stub_calls", "rows_changed",
                                                                      "wal_bytes", "wal_frames", "changed_communities",
@@ -269,7 +273,7 @@ def cmd_cost(a):
         part = outp.with_name(outp.stem + f"_partial_{n}.json")
         res["sizes"][str(n)] = cost_one(n, a.trials1, a.trials100, a.trials_forget, a.rebuilds, workdir,
                                         log=lambda s: print(s, flush=True),
-                                        partial=lambda o: part.write_text(json.dumps(o, indent=1, default=str)))
+                                        partial=lambda o: part.write_text(json.dumps(o, indent=1, default=str)), summarizer=a.summarizer)
         res["machine"]["load_end"] = os.getloadavg()
         outp.write_text(json.dumps(res, indent=1, default=str))   # after every size: partial results survive
     return 0
@@ -459,6 +463,7 @@ def main(argv=None):
     c.add_argument("--trials1", type=int, default=20); c.add_argument("--trials100", type=int, default=5)
     c.add_argument("--trials-forget", type=int, default=20); c.add_argument("--rebuilds", type=int, default=2)
     c.add_argument("--workdir", default=str(CACHE / "stores")); c.add_argument("--out", default="benchmarks/maintenance_cost.json")
+    c.add_argument("--summarizer", choices=("chat", "extractive"), default="chat")
     q = sub.add_parser("quality"); q.add_argument("--out", default="benchmarks/maintenance_quality.json")
     q.add_argument("--seed", type=int, default=0); q.add_argument("--conversations", nargs="*")
     f = sub.add_parser("faults"); f.add_argument("--kills", type=int, default=100); f.add_argument("--seed", type=int, default=0)
@@ -486,8 +491,9 @@ def cost_table(cost:dict)->str:
         for op in ("insert1", "insert100", "forget1", "rebuild"):
             o = r[op]
             ratio = rb / o["cpu_s"]["p50"] if op != "rebuild" and o["cpu_s"]["p50"] else float("nan")
+            calls = o["stub_calls"]["mean"] if o["stub_calls"]["n"] else o["summarizer_calls_reported"]["mean"]
             lines.append(f"| {int(n):,} | {op} | {o['seconds']['n']} | {_ms(o['seconds']['p50'])} | {_ms(o['seconds']['p95'])} "
-                         f"| {_ms(o['cpu_s']['p50'])} | {_ms(o['cpu_s']['p95'])} | {_ms(o['thread_cpu_s']['p50'])} | {_n(o['stub_calls']['mean'])} "
+                         f"| {_ms(o['cpu_s']['p50'])} | {_ms(o['cpu_s']['p95'])} | {_ms(o['thread_cpu_s']['p50'])} | {_n(calls)} "
                          f"| {_n(max((row.get('calls_unchanged_communities', float('nan')) for row in o['rows']), default=float('nan')), 0)} "
                          f"| {_n(o['changed_communities']['mean'])} "
                          f"| {_n(o['rows_changed']['mean'], 0)} | {_n(o['wal_bytes']['mean'] / 1024)} | {o['full_rebuild_passes']} "
