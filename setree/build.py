@@ -192,7 +192,7 @@ def run_summarizer(summarizer, # any summarizer (`summarize_many`, `name`)
         if tick: tick(s)
     return out
 
-# %% ../nbs/05_build.ipynb #0d1e6399
+# %% ../nbs/05_build.ipynb #6de7191c
 def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (`setree.fidelity.compute_order`)
                    E:np.ndarray, # (N, d) float32 fact embeddings
                   )->np.ndarray: # float32 (M, d): mu_v = S_v / |S_v| for every node
@@ -202,7 +202,16 @@ def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (
     S = C[tree.stop] - C[tree.start]
     return (S / np.maximum(np.linalg.norm(S, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
-# %% ../nbs/05_build.ipynb #39ff61c4
+def _some_centroids(tree:Tree, E, nodes)->np.ndarray:
+    "`node_centroids` for a few nodes and their children only (the rows of other nodes stay 0): what a partial summary pass needs."
+    mu = np.zeros((tree.n_nodes, E.shape[1]), np.float32)
+    S = tree.leaf_sum if tree.leaf_sum is not None and len(tree.leaf_sum) == tree.n_nodes else None   # a maintenance pass has them
+    for v in set(nodes) | {int(c) for v in nodes for c in tree.children[v]}:
+        s = S[v] if S is not None else E[tree.order[tree.start[v]:tree.stop[v]]].sum(0, dtype=np.float64)
+        mu[v] = s / max(np.linalg.norm(s), 1e-12)
+    return mu
+
+# %% ../nbs/05_build.ipynb #5f78e36e
 def _requests(tree:Tree, nodes, E, mu, target, focus=None):
     from setree.summarize import SummaryRequest
     reqs = []
@@ -211,7 +220,7 @@ def _requests(tree:Tree, nodes, E, mu, target, focus=None):
         facts = tree.order[tree.start[v]:tree.stop[v]]
         reqs.append(SummaryRequest(node=int(v), child_texts=[tree.texts[c] for c in ch], child_tokens=tree.tokens[ch],
                                    fact_nodes=facts, fact_texts=[tree.texts[f] for f in facts], fact_emb=E[facts],
-                                   centroid=mu[v], target_tokens=target, max_tokens=int(tree.tokens[ch].sum()),
+                                   centroid=mu[v], target_tokens=target, max_tokens=int(tree.tokens[ch].sum()), fact_tokens=tree.tokens[facts],
                                    focus=None if focus is None else focus.get(int(v))))
     return reqs
 
@@ -227,7 +236,7 @@ def _apply(tree:Tree, nodes, summaries, embedder):
     for v in single: tree.emb[v] = tree.emb[tree.quotes[v][0]]
     if rest: tree.emb[rest] = embedder.embed([tree.texts[v] for v in rest])
 
-# %% ../nbs/05_build.ipynb #e68815e0
+# %% ../nbs/05_build.ipynb #8122d064
 def _offsets(tree:Tree, nodes, mu, epsilon):
     "Children whose angle to the parent summary, arccos <s_p, mu_c>, exceeds epsilon (radians): {node: [child index, ...]}."
     out = {}
@@ -242,16 +251,18 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
                    embedder, # embeds the summaries
                    config:Config, # summary_tokens, epsilon, llm_timeout
                    progress:Progress|None=None, # counts finished summaries (see `Progress`)
+                   only=None, # node numbers to (re)summarize, e.g. the changed parents of a maintenance pass; None: every internal node
                   )->Tree:
     "The deferred summarization pass: bottom-up, a level at a time; fills texts, tokens, quotes, summarizer and emb of internal nodes."
     from setree.fidelity import compute_order
     compute_order(tree)
     N, E = tree.n_facts, tree.emb[:tree.n_facts]
-    mu = node_centroids(tree, E)
+    keep = None if only is None else {int(v) for v in only}
+    mu = node_centroids(tree, E) if keep is None else _some_centroids(tree, E, keep)
     until = time.monotonic() + config.llm_timeout
-    if progress: progress.expect(tree.n_nodes - N)
+    if progress: progress.expect(tree.n_nodes - N if keep is None else len(keep))
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
-        nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N]
+        nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
         if not nodes: continue
         _apply(tree, nodes, run_summarizer(summarizer, _requests(tree, nodes, E, mu, config.summary_tokens), embedder, progress, until), embedder)
         if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization (SPEC "Summarizers")

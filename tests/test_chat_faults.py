@@ -4,7 +4,8 @@ injected fact and answers PWNED, and a hung endpoint with a short time limit (al
 progress on stderr, nothing but JSON on stdout)."""
 import json, subprocess, sys, time
 import fastcore.test as ft
-from setree.build import Config, build_counts, build_tree, check_tree
+from setree.build import Config, build_counts, build_tree
+from setree.core import check_tree
 from setree.chat import ChatSummarizer
 from setree.embed import get_embedder
 from stubchat import StubChatServer
