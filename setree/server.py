@@ -233,7 +233,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #52c8e0aa
+# %% ../nbs/08b_server.ipynb #9d7b9e3a
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -260,8 +260,9 @@ class MemoryServer:
         return self
 
     def close(self, drain_s:float=1.5):
-        "Stop the writer (after at most `drain_s` seconds of a due pass) and close the knowledge base."
-        self.writer.stop(drain_s); self.kb.close()
+        "Stop the writer (after at most `drain_s` seconds of a due pass) and close the knowledge base (left to the process's exit while a pass still runs)."
+        self.writer.stop(drain_s)
+        if self.writer.running_since is None: self.kb.close()
 
 # %% ../nbs/08b_server.ipynb #6eac8ca8
 @patch
@@ -425,18 +426,18 @@ def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parse
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="warning", help="stderr logging")
     return p
 
-# %% ../nbs/08b_server.ipynb #2d7112a5
+# %% ../nbs/08b_server.ipynb #8a7a9798
 def _embedder_for(name:str|None, path:Path):
-    "The embedder named on the command line, else the one the existing store was built with."
+    "The embedder named on the command line, else the one the existing store was built with (MiniLM for a new store)."
     from setree.embed import get_embedder
+    from setree.store import Store, StoreError
     if name is None and path.is_file():
-        import sqlite3
         try:
-            with sqlite3.connect(path.as_uri() + "?mode=ro", uri=True) as con:
-                eid = dict(con.execute("SELECT key, value FROM meta")).get("embedder_id", "")
-        except sqlite3.Error: eid = ""
-        name = "hashing" if eid.startswith("hashing") else None
-        if name and eid.rsplit(":", 1)[-1].isdigit() and int(eid.rsplit(":", 1)[-1]) != 384: return get_embedder("hashing", dim=int(eid.rsplit(":", 1)[-1]))
+            with Store(path, create=False, readonly=True) as st: eid = st.embedder_id()
+        except StoreError: eid = ""   # opening it for real reports the problem
+        if eid.startswith("hashing"):
+            dim = eid.rsplit(":", 1)[-1]
+            return get_embedder("hashing", dim=int(dim)) if dim.isdigit() and int(dim) != 384 else get_embedder("hashing")
     return get_embedder(name or "minilm")
 
 def open_app(args)->MemoryServer:
