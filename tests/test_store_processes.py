@@ -64,12 +64,12 @@ def test_reader_process_sees_old_tree_during_write(tmp_path):
     with store.Store(db) as s: s.save(old)
     (tmp_path / "new.pkl").write_bytes(pickle.dumps(new))
     writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import pickle, sys; from setree.store import Store, _tree_arrays
+        import pickle, sys; import numpy as np; from setree.store import Store, _write_all, _write_meta
         t = pickle.load(open({str(tmp_path / 'new.pkl')!r}, 'rb'))
         s = Store({str(db)!r}); con = s.con
-        con.execute("BEGIN IMMEDIATE"); s._write_facts(con, t); s._write_nodes(con, t)
+        con.execute("BEGIN IMMEDIATE"); _write_all(con, t, np.arange(t.n_nodes))
         print("in-transaction", flush=True); sys.stdin.readline()
-        arrs, layout = _tree_arrays(t); s._write_arrays(con, arrs); s._write_meta(con, t, layout); con.execute("COMMIT")
+        _write_meta(con, t, np.arange(t.n_nodes)); con.execute("COMMIT")
         print("committed", flush=True); s.close()
         """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -91,11 +91,11 @@ def test_killed_writer_leaves_previous_tree(tmp_path):
     with store.Store(db) as s: s.save(old)
     (tmp_path / "new.pkl").write_bytes(pickle.dumps(make_tree(TEXTS[:4])))
     r = run_py(f"""
-        import os, pickle; from setree.store import Store
+        import os, pickle; import setree.store as st; from setree.store import Store
         t = pickle.load(open({str(tmp_path / 'new.pkl')!r}, 'rb'))
         s = Store({str(db)!r})
-        def die(self, con, arrs): os._exit(9)   # the process vanishes mid-save, no rollback, no cleanup
-        Store._write_arrays = die
+        def die(con, tree): os._exit(9)   # the process vanishes mid-save (rows written, meta not), no rollback, no cleanup
+        st._write_derived = die
         s.save(t)
         """)
     ft.test_eq(r.returncode, 9)

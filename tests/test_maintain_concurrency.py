@@ -1,0 +1,80 @@
+"""Three processes on one store (the concurrent-writers case, C-22): one inserts 200 facts one by one through the
+`setree insert --defer` command (its `main`, in a loop inside one process), one runs `setree maintain` every 0.5 s
+(fresh processes), one retrieves in a loop through the library. No fact is lost, no lock error reaches a user, and the
+final count is the start count + 200."""
+import json, subprocess, sys, time
+import pytest
+
+INSERTER = r"""
+import io, json, sys, contextlib, time
+from setree.cli import main
+db, out = sys.argv[1], sys.argv[2]
+fails = []
+for i in range(200):
+    f = f"{out}.fact"
+    with open(f, "w", encoding="utf-8") as fh: fh.write(f"concurrent fact {i}: the user visited place {i * 31 % 97} on day {i}\n")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = main(["insert", f, "--db", db, "--defer", "--embedder", "hashing"])
+    if rc != 0: fails.append((i, rc, err.getvalue()))
+    time.sleep(0.02)   # spread the inserts over several passes
+json.dump({"fails": fails}, open(out, "w"))
+"""
+
+RETRIEVER = r"""
+import json, sys, time
+from setree.embed import get_embedder
+from setree.maintain import KnowledgeBase
+db, out, stop = sys.argv[1], sys.argv[2], sys.argv[3]
+import os
+n, errors = 0, []
+with KnowledgeBase(db, embedder=get_embedder("hashing"), readonly=True) as kb:
+    while not os.path.exists(stop):
+        try:
+            c = kb.retrieve("which place did the user visit", budget=200); n += 1
+        except Exception as e: errors.append(repr(e))
+json.dump({"calls": n, "errors": errors}, open(out, "w"))
+"""
+
+def cli(*args, timeout=120):
+    code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          encoding="utf-8")
+
+def test_three_processes(tmp_path):
+    pytest.importorskip("setree.maintain")
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    db = tmp_path / "kb.db"
+    start = [f"start fact {i}: the user owns item {i}" for i in range(30)]
+    with KnowledgeBase(db, embedder=get_embedder("hashing")) as kb:
+        kb.insert(start); kb.maintain(); n0 = kb.stats()["facts"]
+    assert n0 == 30
+    stop = tmp_path / "stop"
+    ins = subprocess.Popen([sys.executable, "-c", INSERTER, str(db), str(tmp_path / "ins.json")])
+    ret = subprocess.Popen([sys.executable, "-c", RETRIEVER, str(db), str(tmp_path / "ret.json"), str(stop)])
+    maint_errors, passes, t0 = [], 0, time.time()
+    while ins.poll() is None and time.time() - t0 < 90:
+        p = cli("maintain", "--db", db, "--embedder", "hashing")
+        passes += 1
+        if p.returncode != 0: maint_errors.append(p.stderr)
+        time.sleep(0.5)
+    assert ins.wait(timeout=60) == 0
+    p = cli("maintain", "--db", db, "--embedder", "hashing")            # drain what the last insert queued
+    assert p.returncode == 0, p.stderr
+    stop.write_text("")
+    assert ret.wait(timeout=60) == 0
+    fails = json.loads((tmp_path / "ins.json").read_text())["fails"]
+    rr = json.loads((tmp_path / "ret.json").read_text())
+    assert fails == [], fails[:3]
+    assert maint_errors == [], maint_errors[:3]
+    assert rr["errors"] == [] and rr["calls"] > 0, rr["errors"][:3]
+    assert not any("locked" in e for e in maint_errors + [f[2] for f in fails] + rr["errors"])
+    assert passes >= 1
+    with KnowledgeBase(db, embedder=get_embedder("hashing")) as kb:
+        st = kb.stats(); texts = {f.text for f in kb.tree().facts}
+        assert st["pending"] == 0 and st["integrity"] == "ok"
+        assert st["facts"] == n0 + 200
+        assert all(f"concurrent fact {i}: the user visited place {i * 31 % 97} on day {i}" in texts for i in range(200))
+        from setree.build import check_tree
+        check_tree(kb.tree())
