@@ -233,7 +233,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #9d7b9e3a
+# %% ../nbs/08b_server.ipynb #4a782224
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -426,7 +426,7 @@ def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parse
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="warning", help="stderr logging")
     return p
 
-# %% ../nbs/08b_server.ipynb #8a7a9798
+# %% ../nbs/08b_server.ipynb #d4bb12ea
 def _embedder_for(name:str|None, path:Path):
     "The embedder named on the command line, else the one the existing store was built with (MiniLM for a new store)."
     from setree.embed import get_embedder
