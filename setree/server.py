@@ -146,14 +146,16 @@ def check_arguments(name:str, # the tool's name
     if p: raise InvalidParams(f"{p} is not valid Unicode (lone surrogate)")
     return args
 
-# %% ../nbs/08b_server.ipynb #30c313c3
+# %% ../nbs/08b_server.ipynb #08967e42
 class Writer:
     "The single background thread that drains the knowledge base's queue: one pass after `quiet_s` without a new change."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`
                  quiet_s:float=0.5, # seconds without a new change before a pass starts
                  poll_s:float=2.0, # seconds between looks at the queue for changes queued by other processes
+                 pending=None, # callable -> number of queued, unapplied changes; default `kb.stats()["pending"]`
                 ):
         self.kb, self.quiet_s, self.poll_s = kb, float(quiet_s), float(poll_s)
+        self.pending = pending or (lambda: int(kb.stats().get("pending", 0)))
         self._cv = threading.Condition()
         self._dirty = None               # monotonic time of the last change not yet taken by a pass
         self._requested = self._served = 0   # explicit pass requests, and the last one a finished pass served
@@ -175,7 +177,7 @@ class Writer:
         "Wait until a pass that started after `request()` returned `ticket` has finished; False on timeout."
         with self._cv: return self._cv.wait_for(lambda: self._served >= ticket or self._stop, timeout)
 
-# %% ../nbs/08b_server.ipynb #b6ba74d1
+# %% ../nbs/08b_server.ipynb #e31af502
 @patch
 def _due(self:Writer, now:float)->bool:
     if self._requested > self._served: return True
@@ -197,11 +199,12 @@ def _next(self:Writer)->int|None:
             self._cv.wait(max(wake - now, 0.001))
         if time.monotonic() - last_poll >= self.poll_s:
             last_poll = time.monotonic()
-            if self._dirty is None and _pending(self.kb) > 0:
+            if self._dirty is None and self._pending() > 0:
                 with self._cv: self._dirty = self._dirty or time.monotonic() - self.quiet_s
 
-def _pending(kb)->int:
-    try: return int(kb.stats().get("pending", 0))
+@patch
+def _pending(self:Writer)->int:
+    try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
 # %% ../nbs/08b_server.ipynb #42c96442
@@ -233,7 +236,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #4a782224
+# %% ../nbs/08b_server.ipynb #da2cfb4a
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -250,19 +253,21 @@ class MemoryServer:
                  quiet_s:float=0.5, # the writer's quiet window, seconds
                  poll_s:float=2.0, # how often the writer looks for changes queued by other processes, seconds
                 ):
-        self.kb, self.writer = kb, Writer(kb, quiet_s, poll_s)
+        from setree.store import Store
+        self._queue = Store(kb.path, readonly=True)   # the writer's own cheap look at the queue (no integrity check)
+        self.kb, self.writer = kb, Writer(kb, quiet_s, poll_s, pending=lambda: self._queue.queue_state()["pending"])
         self.log = logging.getLogger("setree.server")
 
     def start(self)->MemoryServer:
         "Start the writer; a pass follows at once if the queue already holds changes."
         self.writer.start()
-        if _pending(self.kb): self.writer.changed()
+        if self.writer._pending(): self.writer.changed()
         return self
 
     def close(self, drain_s:float=1.5):
         "Stop the writer (after at most `drain_s` seconds of a due pass) and close the knowledge base (left to the process's exit while a pass still runs)."
         self.writer.stop(drain_s)
-        if self.writer.running_since is None: self.kb.close()
+        if self.writer.running_since is None: self.kb.close(); self._queue.close()
 
 # %% ../nbs/08b_server.ipynb #6eac8ca8
 @patch

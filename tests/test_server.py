@@ -207,8 +207,8 @@ def test_real_minilm_end_to_end(tmp_path):                                      
     r.ask(0, INIT[0]); r.send(INIT[1])
     ack = r.ask(1, tool(1, "build", {"facts": FACTS}))["result"]["structuredContent"]
     st, i = wait_applied(r, ack["seq"], 2)
-    assert st["embedder_id"].startswith("minilm") and st["facts"] == len(FACTS)
-    res = r.ask(i, tool(i, "retrieve", {"prompt": "which programming language standard", "budget": 30}))["result"]["structuredContent"]
+    assert "MiniLM" in st["embedder_id"] and st["facts"] == len(FACTS)
+    res = r.ask(i, tool(i, "retrieve", {"prompt": "which programming language standard", "budget": 60}))["result"]["structuredContent"]
     assert res["status"] == "ok" and "the user writes C++20" in res["rendered"]
     code, err = r.close()
     assert code == 0, err
@@ -263,18 +263,20 @@ def test_summarizer_endpoint_failures_do_not_stall_reads(tmp_path, mode):
     async def go():
         async with session(db, *extra) as s:
             ack = await call(s, "build", facts=MANY)
-            slowest, t_end = 0.0, time.monotonic() + 240
+            slowest, t_end, reads_during_pass = 0.0, time.monotonic() + 240, 0
             while True:
                 t0 = time.monotonic()
                 st = await call(s, "stats")
                 await call(s, "retrieve", prompt="bike", budget=200)
                 slowest = max(slowest, time.monotonic() - t0)
+                reads_during_pass += st["writer"]["pass_running"]
                 if st["applied_seq"] is not None and st["applied_seq"] >= ack["seq"]: break
                 if st["last_pass"] and st["last_pass"].get("error"): break
                 assert time.monotonic() < t_end, st
                 await anyio.sleep(0.2)
             assert slowest < 5.0, slowest                                            # reads never waited for the pass
             lp = st["last_pass"]
+            if mode == "hang": assert reads_during_pass >= 3 and lp["seconds"] > 2 * slowest, (reads_during_pass, lp, slowest)
             if lp.get("error") is None:
                 assert st["facts"] == len(MANY)
                 if mode == "rate_limit": assert lp["fallbacks"] == 0 and lp["summarizer_calls"] > 0
