@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'INSTRUCTIONS', 'tool_list', 'InvalidParams', 'lone_surrogate', 'fact_items', 'check_arguments', 'Writer',
-           'MemoryServer', 'make_server', 'stdout_to_stderr', 'refusal', 'WireIn', 'serve_stdio', 'add_serve_args',
-           'open_app', 'cmd_serve', 'main']
+__all__ = ['TOOLS', 'FACT_IDS_SHOWN', 'INSTRUCTIONS', 'tool_list', 'InvalidParams', 'lone_surrogate', 'fact_items',
+           'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'cover_data', 'make_server', 'stdout_to_stderr',
+           'refusal', 'WireIn', 'serve_stdio', 'add_serve_args', 'embedder_spec', 'open_app', 'cmd_serve', 'main']
 
 # %% ../nbs/08b_server.ipynb #71da71c8
 try:
@@ -29,7 +29,7 @@ from . import __version__
 from .core import as_facts, patch
 from .cover import check_budget
 
-# %% ../nbs/08b_server.ipynb #329e2969
+# %% ../nbs/08b_server.ipynb #5cc0f838
 _FACT = {"anyOf": [
     {"type": "string", "description": "the fact's text: one short, self-contained statement"},
     {"type": "object", "additionalProperties": False, "required": ["text"],
@@ -50,7 +50,10 @@ TOOLS = {
               _schema({"prompt": {"type": "string", "description": "what you need to know, in natural language (e.g. the user's question)"},
                        "budget": {"type": "integer", "minimum": 1, "description": "the most tokens the context may take; omit it for the "
                                   "knowledge base's default (4096 unless configured). A positive integer: 0, negatives, fractions, "
-                                  "strings and null are refused."}}, ["prompt"])),
+                                  "strings and null are refused."},
+                       "all_fact_ids": {"type": "boolean", "default": False, "description": "list every fact id under each summary "
+                                        "item (default: the first 20 and `n_facts`; a summary near the root can stand for thousands)"}},
+                      ["prompt"])),
  "insert": ("Remember new facts. A fact is one short, self-contained statement, e.g. \"the user's cat is named Miso\". Give one text, "
             "or a list of texts or of objects {text, id?, meta?}. Returns at once with the fact ids and a sequence number `seq`: the facts "
             "are stored durably and become visible to `retrieve` after the next background pass (about half a second after the last "
@@ -103,7 +106,7 @@ def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
         if p: return p.lstrip(".")
     return None
 
-# %% ../nbs/08b_server.ipynb #eff39d7e
+# %% ../nbs/08b_server.ipynb #8152f573
 def fact_items(facts # one text, one {text, id?, meta?} object, or a list of them
               )->list:
     "The facts of an `insert`/`build` call as a list, validated by `setree.core.as_facts` (its messages). Raises `TypeError`, `ValueError`."
@@ -121,7 +124,7 @@ def _wait_seconds(v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 600:
         raise ValueError(f"wait_seconds must be a number of seconds from 0 to 600, got {v!r}")
 
-_CHECKS = {"retrieve": {"budget": check_budget}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
+_CHECKS = {"retrieve": {"budget": check_budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
            "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}}
 
 # %% ../nbs/08b_server.ipynb #6c7649c1
@@ -146,16 +149,18 @@ def check_arguments(name:str, # the tool's name
     if p: raise InvalidParams(f"{p} is not valid Unicode (lone surrogate)")
     return args
 
-# %% ../nbs/08b_server.ipynb #08967e42
+# %% ../nbs/08b_server.ipynb #4d026d92
 class Writer:
     "The single background thread that drains the knowledge base's queue: one pass after `quiet_s` without a new change."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`
                  quiet_s:float=0.5, # seconds without a new change before a pass starts
                  poll_s:float=2.0, # seconds between looks at the queue for changes queued by other processes
                  pending=None, # callable -> number of queued, unapplied changes; default `kb.stats()["pending"]`
+                 run_pass=None, # callable -> pass report; default `kb.maintain` (in this thread), see `PassWorker`
                 ):
         self.kb, self.quiet_s, self.poll_s = kb, float(quiet_s), float(poll_s)
         self.pending = pending or (lambda: int(kb.stats().get("pending", 0)))
+        self.run_pass = run_pass or kb.maintain
         self._cv = threading.Condition()
         self._dirty = None               # monotonic time of the last change not yet taken by a pass
         self._requested = self._served = 0   # explicit pass requests, and the last one a finished pass served
@@ -177,7 +182,7 @@ class Writer:
         "Wait until a pass that started after `request()` returned `ticket` has finished; False on timeout."
         with self._cv: return self._cv.wait_for(lambda: self._served >= ticket or self._stop, timeout)
 
-# %% ../nbs/08b_server.ipynb #e31af502
+# %% ../nbs/08b_server.ipynb #acff60c1
 @patch
 def _due(self:Writer, now:float)->bool:
     if self._requested > self._served: return True
@@ -207,14 +212,14 @@ def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #42c96442
+# %% ../nbs/08b_server.ipynb #3dc1c522
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
     while (serving := self._next()) is not None:
         error, report = None, None
         try:
-            report = self.kb.maintain()
+            report = self.run_pass()
             error = (report or {}).get("error")
         except Exception as e:
             error = f"{type(e).__name__}: {e}"
@@ -236,7 +241,74 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #da2cfb4a
+# %% ../nbs/08b_server.ipynb #5b7f304f
+def _pass_worker(conn, path:str, spec:dict):
+    "Body of the worker process: open the knowledge base once, then one pass per request until a None request."
+    try: os.nice(int(spec.get("nice", 10)))
+    except OSError: pass
+    from setree.build import Config
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    summ = None
+    if spec.get("summarizer") is not None:
+        from setree.summarize import ChatSummarizer
+        summ = ChatSummarizer(**spec["summarizer"])
+    emb = get_embedder(spec["embedder"][0], **spec["embedder"][1])
+    cfg = Config.from_dict(spec["config"]) if spec.get("config") is not None else None
+    with KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summ) as kb:
+        conn.send(("ready", os.getpid()))
+        while conn.recv() is not None:
+            try: conn.send(("ok", kb.maintain()))
+            except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
+
+class PassWorker:
+    "Maintenance passes in one child process (spawned on first use, restarted if it dies); `maintain()` blocks the calling thread only."
+    def __init__(self, path, # the store file
+                 spec:dict, # embedder (name, kwargs), config (dict or None), summarizer (ChatSummarizer kwargs or None), nice
+                ):
+        self.path, self.spec, self._proc, self._conn = str(path), spec, None, None
+
+    @property
+    def pid(self)->int|None: return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
+
+    def start(self)->PassWorker:
+        "Spawn the worker and wait until it has opened the store; raises `RuntimeError` if it cannot."
+        import multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=_pass_worker, args=(child, self.path, self.spec), name="setree-pass", daemon=True)
+        self._proc.start(); child.close()
+        try: kind, _ = self._conn.recv()
+        except EOFError: kind = None
+        if kind != "ready": raise RuntimeError(f"the pass worker process could not open {self.path} (exit code {self._proc.exitcode})")
+        return self
+
+# %% ../nbs/08b_server.ipynb #b35a2ba1
+@patch
+def maintain(self:PassWorker)->dict:
+    "One pass in the worker: its report. Raises `RuntimeError` naming the failure (also when the worker died)."
+    if self._proc is None or not self._proc.is_alive(): self.start()
+    try:
+        self._conn.send("maintain")
+        kind, value = self._conn.recv()
+    except (EOFError, OSError):
+        self._proc.join(1); code, self._proc = self._proc.exitcode, None
+        raise RuntimeError(f"the pass worker process died (exit code {code}); the queue is intact") from None
+    if kind == "error": raise RuntimeError(value)
+    return value
+
+@patch
+def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass finish before the worker is terminated
+         ):
+    "Stop the worker (terminated if a pass is still running after `timeout`; its transaction is then rolled back)."
+    if self._proc is None: return
+    try: self._conn.send(None)
+    except OSError: pass
+    self._proc.join(timeout)
+    if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
+    self._proc = None
+
+# %% ../nbs/08b_server.ipynb #c924d340
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -252,10 +324,13 @@ class MemoryServer:
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`, open for writing
                  quiet_s:float=0.5, # the writer's quiet window, seconds
                  poll_s:float=2.0, # how often the writer looks for changes queued by other processes, seconds
+                 worker:PassWorker|None=None, # run passes in this worker process; None: in the writer thread itself
                 ):
         from setree.store import Store
         self._queue = Store(kb.path, readonly=True)   # the writer's own cheap look at the queue (no integrity check)
-        self.kb, self.writer = kb, Writer(kb, quiet_s, poll_s, pending=lambda: self._queue.queue_state()["pending"])
+        self.kb, self.worker = kb, worker
+        self.writer = Writer(kb, quiet_s, poll_s, pending=lambda: self._queue.queue_state()["pending"],
+                             run_pass=worker.maintain if worker else None)
         self.log = logging.getLogger("setree.server")
 
     def start(self)->MemoryServer:
@@ -267,9 +342,10 @@ class MemoryServer:
     def close(self, drain_s:float=1.5):
         "Stop the writer (after at most `drain_s` seconds of a due pass) and close the knowledge base (left to the process's exit while a pass still runs)."
         self.writer.stop(drain_s)
+        if self.worker: self.worker.close()
         if self.writer.running_since is None: self.kb.close(); self._queue.close()
 
-# %% ../nbs/08b_server.ipynb #6eac8ca8
+# %% ../nbs/08b_server.ipynb #b6b6086d
 @patch
 def _queued(self:MemoryServer, ack)->mt.CallToolResult:
     self.writer.changed()
@@ -278,17 +354,30 @@ def _queued(self:MemoryServer, ack)->mt.CallToolResult:
     return _result(f"queued {d['op']} as seq {d['seq']}" + (f": {ids}" if ids else "") +
                    f". Visible to retrieve once stats shows applied_seq >= {d['seq']} (normally within a second).", d)
 
+FACT_IDS_SHOWN = 20   # fact ids listed per summary item unless the caller asks for all
+
+def cover_data(c, # a `setree.cover.Cover`
+               all_fact_ids:bool=False, # keep every summary's full list of fact ids
+              )->dict:
+    "`Cover.to_dict()` plus the rendered text; each summary's `fact_ids` cut to the first `FACT_IDS_SHOWN` unless `all_fact_ids` (`fact_ids_complete` says which)."
+    d = c.to_dict()
+    for it in d["items"]:
+        it["fact_ids_complete"] = all_fact_ids or len(it["fact_ids"]) <= FACT_IDS_SHOWN
+        if not it["fact_ids_complete"]: it["fact_ids"] = it["fact_ids"][:FACT_IDS_SHOWN]
+    return {**d, "rendered": c.render()}
+
 @patch
-def tool_retrieve(self:MemoryServer, prompt, budget=None):
+def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
     c = self.kb.retrieve(prompt, budget)
-    return _result(_retrieve_text(c), {**c.to_dict(), "rendered": c.render()})
+    return _result(_retrieve_text(c), cover_data(c, all_fact_ids))
 
 @patch
 def tool_stats(self:MemoryServer):
     w = self.writer
     s = {**self.kb.stats(), "writer": {"pass_running": w.running_since is not None, "running_since": w.running_since,
                                        "passes": w.passes, "consecutive_failures": w.failures, "last_error": w.last_error,
-                                       "quiet_ms": round(1000 * w.quiet_s)}}
+                                       "quiet_ms": round(1000 * w.quiet_s), "passes_in": "process" if self.worker else "thread",
+                                       "worker_pid": self.worker.pid if self.worker else None}}
     return _result(json.dumps(s, ensure_ascii=False, indent=1, default=str), json.loads(json.dumps(s, default=str)))
 
 @patch
@@ -300,7 +389,7 @@ def tool_maintain(self:MemoryServer, wait_seconds=60):
     msg = ("pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
     return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)))
 
-# %% ../nbs/08b_server.ipynb #d4dfea96
+# %% ../nbs/08b_server.ipynb #7c7373a8
 @patch
 def call(self:MemoryServer, name:str, # tool name
           arguments:dict|None, # its arguments
@@ -311,7 +400,7 @@ def call(self:MemoryServer, name:str, # tool name
     a = check_arguments(name, arguments)
     kb = self.kb
     try:
-        if name == "retrieve": return self.tool_retrieve(a["prompt"], a.get("budget"))
+        if name == "retrieve": return self.tool_retrieve(a["prompt"], a.get("budget"), a.get("all_fact_ids", False))
         if name == "stats": return self.tool_stats()
         if name == "maintain": return self.tool_maintain(a.get("wait_seconds", 60))
         if name == "insert": return self._queued(kb.insert(a["facts"]))
@@ -409,7 +498,7 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
             wire.reply = write
             await server.run(read, write, server.create_initialization_options())
 
-# %% ../nbs/08b_server.ipynb #3814dea2
+# %% ../nbs/08b_server.ipynb #c6df373c
 def _quiet_ms(s:str)->int:
     try: v = int(s, 10)
     except ValueError: v = -1
@@ -428,13 +517,16 @@ def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parse
     p.add_argument("--llm-timeout", type=float, default=None, help="seconds: connect/read timeout and deadline of one chat request (default: the summarizer's)")
     p.add_argument("--quiet-ms", type=_quiet_ms, default=500, help="milliseconds without a new change before a pass starts (default 500)")
     p.add_argument("--poll-ms", type=_quiet_ms, default=2000, help="how often to look for changes queued by other processes (default 2000)")
+    p.add_argument("--passes", choices=["process", "thread"], default="process",
+                   help="run maintenance passes in a worker process (default: reads never contend with a pass) or in the writer thread")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="warning", help="stderr logging")
     return p
 
-# %% ../nbs/08b_server.ipynb #d4bb12ea
-def _embedder_for(name:str|None, path:Path):
+# %% ../nbs/08b_server.ipynb #44c3a609
+def embedder_spec(name:str|None, # --embedder, or None
+                  path:Path, # the store file (may not exist yet)
+                 )->tuple[str, dict]: # (name, kwargs) for `setree.embed.get_embedder`
     "The embedder named on the command line, else the one the existing store was built with (MiniLM for a new store)."
-    from setree.embed import get_embedder
     from setree.store import Store, StoreError
     if name is None and path.is_file():
         try:
@@ -442,33 +534,45 @@ def _embedder_for(name:str|None, path:Path):
         except StoreError: eid = ""   # opening it for real reports the problem
         if eid.startswith("hashing"):
             dim = eid.rsplit(":", 1)[-1]
-            return get_embedder("hashing", dim=int(dim)) if dim.isdigit() and int(dim) != 384 else get_embedder("hashing")
-    return get_embedder(name or "minilm")
+            return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
+    return (name or "minilm", {})
 
 def open_app(args)->MemoryServer:
-    "Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the writer. Raises `UsageError`/`StoreError`."
+    """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
+    the writer. Raises `UsageError` for bad arguments or an unusable store."""
     from setree.cli import UsageError, load_config
+    from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
     from setree.store import StoreError
     if "\x00" in args.db: raise UsageError(f"--db contains a NUL byte: {args.db!r}")
     path = Path(args.db).expanduser().resolve()
     cfg = load_config(args.config)
-    summarizer = None
+    summ_kw = None
     if args.summarizer == "chat":
         from setree.summarize import ChatSummarizer
-        kw, t = {}, args.llm_timeout
+        summ_kw, t = dict(base_url=args.llm_base_url, model=args.llm_model), args.llm_timeout
         if t is not None:
             if not t > 0: raise UsageError(f"--llm-timeout must be > 0 seconds, got {t}")
-            kw = dict(connect_timeout=min(5.0, t), read_timeout=t, deadline=t)
-        try: summarizer = ChatSummarizer(base_url=args.llm_base_url, model=args.llm_model, **kw)
+            summ_kw.update(connect_timeout=min(5.0, t), read_timeout=t, deadline=t)
+        try: ChatSummarizer(**summ_kw).close()     # refuse a missing URL or model now, not in the first pass
         except ValueError as e: raise UsageError(str(e)) from None
-    emb = _embedder_for(args.embedder, path)
+    spec = embedder_spec(args.embedder, path)
+    emb = get_embedder(spec[0], **spec[1])
     emb.embed_query("warm up")        # load the model now, not in the first request
+    summarizer = None
+    if summ_kw is not None and args.passes == "thread":
+        from setree.summarize import ChatSummarizer
+        summarizer = ChatSummarizer(**summ_kw)
     try: kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
     except StoreError as e: raise UsageError(str(e)) from None
-    return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000).start()
+    worker = None
+    if args.passes == "process":
+        worker = PassWorker(path, {"embedder": spec, "config": cfg.to_dict() if cfg else None, "summarizer": summ_kw, "nice": 10})
+        try: worker.start()
+        except RuntimeError as e: kb.close(); raise UsageError(str(e)) from None
+    return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 
-# %% ../nbs/08b_server.ipynb #62d2ae76
+# %% ../nbs/08b_server.ipynb #d687e779
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or an unusable store, 1 otherwise
     "Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr."
@@ -482,7 +586,7 @@ def cmd_serve(args # parsed `add_serve_args` arguments
     except (UsageError, StoreError) as e: print(f"setree serve: error: {e}", file=sys.stderr); return 2
     s = app.kb.stats()
     print(f"setree serve: knowledge base {s.get('path')} ({s.get('facts')} facts, {s.get('nodes')} nodes, pending {s.get('pending')}); "
-          f"embedder {getattr(app.kb, 'embedder', None) and getattr(app.kb.embedder, 'identity', '') or s.get('embedder_id')}; serving MCP on stdio",
+          f"embedder {s.get('embedder_id') or '(none yet)'}; passes in {'a worker process' if app.worker else 'the writer thread'}; serving MCP on stdio",
           file=sys.stderr, flush=True)
     try: anyio.run(serve_stdio, app)
     except KeyboardInterrupt: pass

@@ -357,3 +357,47 @@ def test_another_process_writes_the_same_store(tmp_path):
             c = await call(s, "retrieve", prompt="fact number 199 written by another process", budget=10**6)
             assert "fact number 199 written by another process" in texts(c)
     run(go)
+
+def test_setree_serve_through_the_cli(tmp_path):
+    "`setree serve` (the CLI's subcommand) starts the same server."
+    db = tmp_path / "kb.db"
+    code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
+    p = StdioServerParameters(command=sys.executable, args=["-c", code, "serve", *serve_args(db)], env=dict(os.environ))
+    async def go():
+        with open(os.devnull, "w") as err:
+            async with stdio_client(p, errlog=err) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                ack = await call(s, "insert", facts="the user writes C++20")
+                st = await visible(s, ack["seq"])
+                assert st["facts"] == 1 and st["path"] == str(db.resolve())
+    run(go)
+
+def test_a_dead_pass_worker_is_replaced(tmp_path):
+    "The pass worker process killed: the pass is reported as failed, nothing queued is lost, a new worker applies it."
+    import signal
+    db = tmp_path / "kb.db"
+    async def go():
+        async with session(db) as s:
+            await visible(s, (await call(s, "build", facts=FACTS))["seq"])
+            st = await call(s, "stats")
+            assert st["writer"]["passes_in"] == "process" and st["writer"]["worker_pid"]
+            old = st["writer"]["worker_pid"]
+            os.kill(old, signal.SIGKILL)
+            ack = await call(s, "insert", facts=["the user learned to juggle"])
+            st = await visible(s, ack["seq"])
+            assert st["facts"] == len(FACTS) + 1 and st["writer"]["worker_pid"] not in (None, old)
+            assert "the user learned to juggle" in texts(await call(s, "retrieve", prompt="juggle", budget=10**6))
+    run(go)
+
+def test_all_fact_ids(tmp_path):
+    db = tmp_path / "kb.db"
+    many = [f"the user owns item number {i}" for i in range(60)]
+    async def go():
+        async with session(db) as s:
+            await visible(s, (await call(s, "build", facts=many))["seq"])
+            least = (await call(s, "retrieve", prompt="item", budget=1))["min_budget"]      # the root alone
+            root = (await call(s, "retrieve", prompt="item", budget=least))["items"][0]
+            assert root["kind"] == "summary" and root["n_facts"] == 60 and len(root["fact_ids"]) == 20 and not root["fact_ids_complete"]
+            full = (await call(s, "retrieve", prompt="item", budget=least, all_fact_ids=True))["items"][0]
+            assert len(full["fact_ids"]) == 60 and full["fact_ids_complete"] and full["fact_ids"][:20] == root["fact_ids"]
+    run(go)
