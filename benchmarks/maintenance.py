@@ -37,7 +37,14 @@ class CorpusEmbedder:
             ident = (cache_file.with_suffix(".identity")).read_text().strip()
             if ident != inner.identity: raise ValueError(f"cache {cache_file} was made by {ident}, not {inner.identity}")
             V = np.load(cache_file)
-            self._vec = dict(zip(corpus_lines(len(V)), V))
+        else:   # the cache is still being written: its finished 2,000-line chunks, in order
+            chunks = []
+            for b in range(0, n, 2000):
+                f = cache_file.parent / f"chunk_{b:06d}.npy"
+                if not f.exists(): break
+                chunks.append(np.load(f))
+            V = np.concatenate(chunks) if chunks else np.zeros((0, 384), np.float32)
+        self._vec = dict(zip(corpus_lines(len(V)), V))
         self.embedded, self.embed_s = 0, 0.0
     def __getattr__(self, name): return getattr(self.inner, name)
     @property

@@ -140,14 +140,16 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
                    summarizer, # an object with `summarize_many(list[SummaryRequest]) -> list[Summary]` and `name`
                    embedder, # embeds the summaries
                    config:Config, # summary_tokens, epsilon
+                   only=None, # node numbers to (re)summarize, e.g. the changed parents of a maintenance pass; None: every internal node
                   )->Tree:
     "The deferred summarization pass: bottom-up, a level at a time; fills texts, tokens, quotes, summarizer and emb of internal nodes."
     from setree.fidelity import compute_order
     compute_order(tree)
     N, E = tree.n_facts, tree.emb[:tree.n_facts]
     mu = node_centroids(tree, E)
+    keep = None if only is None else {int(v) for v in only}
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
-        nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N]
+        nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
         if not nodes: continue
         _apply(tree, nodes, summarizer.summarize_many(_requests(tree, nodes, E, mu, config.summary_tokens)), embedder)
         if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization (SPEC "Summarizers")

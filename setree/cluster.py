@@ -28,16 +28,18 @@ def _i64(a=()): return np.asarray(a, dtype=np.int64)
 def knn(X:np.ndarray, # (n, d) float32 unit rows (zero rows allowed: they have similarity 0 to all)
         k:int, # neighbours wanted; clamped to n-1
         block_elems:int=BLOCK_ELEMS, # similarity entries computed at once: memory stays O(block_elems + n k)
-       )->tuple[np.ndarray, np.ndarray]: # knn_idx (n, k') int64 positions, knn_sim (n, k') float32; k' = min(k, n-1)
+        rows:np.ndarray|None=None, # only the neighbours of these rows (maintenance patches a few); None: every row
+       )->tuple[np.ndarray, np.ndarray]: # knn_idx (r, k') int64 positions, knn_sim (r, k') float32; k' = min(k, n-1), r = rows asked
     "Exact cosine kNN by blocked matrix products and `argpartition`; rows sorted by decreasing similarity, ties by position."
     X = np.ascontiguousarray(X, np.float32); n = len(X); k = max(0, min(int(k), n - 1))
-    idx, sim = np.empty((n, k), np.int64), np.empty((n, k), np.float32)
+    rows = np.arange(n) if rows is None else np.asarray(rows, np.int64)
+    idx, sim = np.empty((len(rows), k), np.int64), np.empty((len(rows), k), np.float32)
     if k == 0: return idx, sim
-    rows = max(1, min(2048, block_elems // n))
-    for a in range(0, n, rows):
-        b = min(n, a + rows)
-        S = X[a:b] @ X.T
-        S[np.arange(b - a), np.arange(a, b)] = -np.inf           # never one's own neighbour
+    step = max(1, min(2048, block_elems // n))
+    for a in range(0, len(rows), step):
+        r = rows[a:a + step]; b = a + len(r)
+        S = X[r] @ X.T
+        S[np.arange(len(r)), r] = -np.inf                        # never one's own neighbour
         part = np.argpartition(S, n - k, axis=1)[:, n - k:]      # the k largest, unordered
         ps = np.take_along_axis(S, part, 1)
         o = np.lexsort((part, -ps), axis=1)                       # by similarity desc, then position

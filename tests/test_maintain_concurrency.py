@@ -11,7 +11,7 @@ from setree.cli import main
 db, out = sys.argv[1], sys.argv[2]
 fails = []
 for i in range(200):
-    f = f"{out}.fact"
+    f = out + ".fact.txt"
     with open(f, "w", encoding="utf-8") as fh: fh.write(f"concurrent fact {i}: the user visited place {i * 31 % 97} on day {i}\n")
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
