@@ -60,7 +60,6 @@ def pct(xs)->dict:
 
 
 async def measure(db:Path, queries:int, budget:int, inserts:int)->dict:
-    import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
@@ -73,12 +72,15 @@ async def measure(db:Path, queries:int, budget:int, inserts:int)->dict:
             await s.initialize()
             for q in prompts[:10]:                      # warm both: caches, the tool's output schema, the tree
                 lib.retrieve(q, budget); await s.call_tool("retrieve", {"prompt": q, "budget": budget})
-            t_lib, t_mcp, same = [], [], 0
-            for q in prompts:                           # interleaved, so both see the same machine load
+            t_lib, t_mcp, t_ping, same, size = [], [], [], 0, []
+            for q in prompts:                           # interleaved, so all three see the same machine load
                 t0 = time.perf_counter(); c = lib.retrieve(q, budget); t_lib.append(1000 * (time.perf_counter() - t0))
                 t0 = time.perf_counter(); res = await s.call_tool("retrieve", {"prompt": q, "budget": budget}); t_mcp.append(1000 * (time.perf_counter() - t0))
+                t0 = time.perf_counter(); await s.send_ping(); t_ping.append(1000 * (time.perf_counter() - t0))
                 same += res.structured_content["rendered"] == c.render()
-            out["idle"] = {"library": pct(t_lib), "mcp": pct(t_mcp), "identical_contexts": same,
+                size.append(len(res.model_dump_json(by_alias=True, exclude_unset=True)))
+            out["idle"] = {"library": pct(t_lib), "mcp": pct(t_mcp), "ping": pct(t_ping), "identical_contexts": same,
+                           "response_bytes_median": int(np.median(size)),
                            "p50_overhead_ms": round(float(np.percentile(t_mcp, 50) - np.percentile(t_lib, 50)), 2),
                            "p99_overhead_ms": round(float(np.percentile(t_mcp, 99) - np.percentile(t_lib, 99)), 2)}
             # a pass of `inserts` new facts, queued in one call; retrieve in a loop until the pass is committed
@@ -94,6 +96,7 @@ async def measure(db:Path, queries:int, budget:int, inserts:int)->dict:
                     st = (await s.call_tool("stats", {})).structured_content
                     if st["applied_seq"] is not None and st["applied_seq"] >= ack["seq"]: break
                 if time.time() - t_start > 900: raise RuntimeError("the pass did not finish in 15 minutes")
+            st = (await s.call_tool("stats", {})).structured_content      # a fresh look after the commit
             lp = st["last_pass"]
             p0 = datetime.datetime.fromisoformat(lp["started_at"]).timestamp()
             p1 = p0 + lp["seconds"]

@@ -46,7 +46,7 @@ async def visible(s, seq, timeout=120):
     t0 = time.monotonic()
     while True:
         st = await call(s, "stats")
-        if st["applied_seq"] is not None and st["applied_seq"] >= seq: return st
+        if st["applied_seq"] is not None and st["applied_seq"] >= seq: return await call(s, "stats")   # a fresh look after the commit
         assert time.monotonic() - t0 < timeout, f"seq {seq} not applied after {timeout} s: {st}"
         await anyio.sleep(0.05)
 
@@ -172,7 +172,8 @@ def wait_applied(r, seq, start_id):
     i = start_id
     while True:
         st = r.ask(i, tool(i, "stats", {}))["result"]["structuredContent"]
-        if st["applied_seq"] is not None and st["applied_seq"] >= seq: return st, i + 1
+        if st["applied_seq"] is not None and st["applied_seq"] >= seq:
+            return r.ask(i + 1, tool(i + 1, "stats", {}))["result"]["structuredContent"], i + 2   # a fresh look after the commit
         i += 1; time.sleep(0.05)
 
 @pytest.mark.parametrize("lang", ["C", "C.UTF-8"])
