@@ -117,12 +117,14 @@ class WriteMeter:
 
 
 def fact_sets(tree)->dict:
-    "frozenset of fact ids under each internal node -> its summary text."
-    ids = np.array([f.id for f in tree.facts], object)
-    out = {}
-    for v in range(tree.n_facts, tree.n_nodes):
-        out[frozenset(ids[tree.order[tree.start[v]:tree.stop[v]]])] = tree.texts[v]
-    return out
+    """Fingerprint of the fact set under each internal node -> its summary text. The fingerprint is the wrap-around sum of a
+    64-bit hash of every fact id below the node (one cumulative sum over the depth-first fact order: O(N + M))."""
+    if tree.n_nodes <= tree.n_facts: return {}
+    h = np.array([hash(f.id) & 0xFFFFFFFFFFFFFFFF for f in tree.facts], np.uint64)[np.asarray(tree.order)]
+    cs = np.concatenate([np.zeros(1, np.uint64), np.cumsum(h, dtype=np.uint64)])
+    v = np.arange(tree.n_facts, tree.n_nodes)
+    fp = cs[np.asarray(tree.stop)[v]] - cs[np.asarray(tree.start)[v]]
+    return {int(x): tree.texts[i] for x, i in zip(fp, v)}
 
 
 def pct(xs, q): return float(np.percentile(np.asarray(xs, float), q)) if len(xs) else float("nan")
@@ -139,9 +141,12 @@ def measure_op(kb, path, stub, op, compare_trees=True):
     before = fact_sets(kb.tree()) if compare_trees else None
     c0, tc0 = stub.calls if stub else 0, total_changes(kb)
     with WriteMeter(path) as wm:
+        p0, h0 = time.process_time(), time.thread_time()
         t0 = time.perf_counter(); op(kb); t1 = time.perf_counter(); rep = kb.maintain(); t2 = time.perf_counter()
+        p1, h1 = time.process_time(), time.thread_time()
     tc1 = total_changes(kb)
-    row = {"seconds": t2 - t0, "mutation_s": t1 - t0, "pass_s": t2 - t1, "stub_calls": (stub.calls - c0) if stub else None,
+    row = {"seconds": t2 - t0, "mutation_s": t1 - t0, "pass_s": t2 - t1, "cpu_s": p1 - p0, "thread_cpu_s": h1 - h0,
+           "stub_calls": (stub.calls - c0) if stub else None,
            "rows_changed": None if tc0 is None or tc1 is None else tc1 - tc0, "wal_bytes": wm.wal_bytes, "wal_frames": wm.frames,
            "file_delta": wm.file_delta, "report": rep}
     if compare_trees:
@@ -179,20 +184,19 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
         summ = ChatSummarizer(base_url=stub.url, model="stub")
         kb = _kb(path, emb, summ)
         # full build (from cached embeddings) through the KnowledgeBase
-        t0 = time.perf_counter(); c0 = stub.calls
-        with WriteMeter(path) as wm:
-            kb.build(facts); rep = kb.maintain()
-        out["build"] = {"seconds": time.perf_counter() - t0, "stub_calls": stub.calls - c0, "wal_bytes": wm.wal_bytes,
-                        "wal_frames": wm.frames, "report": rep, "stats": kb.stats()}
-        log(f"N={n}: build {out['build']['seconds']:.1f}s, {out['build']['stub_calls']} summarizer calls")
-        # embedding time, measured separately on up to 1,000 texts (batch session, 1 thread) and scaled to N
-        sample = facts[:min(n, 1000)]
-        t0 = time.perf_counter(); inner.embed(sample); es = time.perf_counter() - t0
-        out["embed_sample"] = {"texts": len(sample), "seconds": es, "extrapolated_s_for_n": es / len(sample) * n}
+        out["build"] = measure_op(kb, path, stub, lambda k: k.build(facts), compare_trees=False)
+        out["build"]["stats"] = kb.stats()
+        log(f"N={n}: build {out['build']['seconds']:.1f}s wall, {out['build']['cpu_s']:.1f}s CPU, {out['build']['stub_calls']} summarizer calls")
+        # embedding time, measured separately on up to 200 texts (batch session, 1 thread) and scaled to N
+        sample = facts[:min(n, 200)]
+        t0 = time.perf_counter(); p0 = time.process_time(); inner.embed(sample); es = time.perf_counter() - t0
+        ec = time.process_time() - p0
+        out["embed_sample"] = {"texts": len(sample), "seconds": es, "cpu_s": ec, "extrapolated_s_for_n": es / len(sample) * n,
+                               "extrapolated_cpu_s_for_n": ec / len(sample) * n}
         warm = measure_op(kb, path, stub, lambda k: k.insert(next(new_pool)), compare_trees=False)   # first pass after build: warm caches
         out["warmup_insert"] = warm
         ins1 = [measure_op(kb, path, stub, lambda k: k.insert(next(new_pool))) for _ in range(trials1)]
-        log(f"N={n}: insert 1 P50 {pct([r['seconds'] for r in ins1], 50)*1000:.1f} ms")
+        log(f"N={n}: insert 1 P50 {pct([r['seconds'] for r in ins1], 50)*1000:.1f} ms wall, {pct([r['cpu_s'] for r in ins1], 50)*1000:.1f} ms CPU")
         ins100 = [measure_op(kb, path, stub, lambda k: k.insert([next(new_pool) for _ in range(100)])) for _ in range(trials100)]
         log(f"N={n}: insert 100 P50 {pct([r['seconds'] for r in ins100], 50)*1000:.1f} ms")
         rng = random.Random(n)
@@ -202,14 +206,14 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
         log(f"N={n}: forget 1 P50 {pct([r['seconds'] for r in fg], 50)*1000:.1f} ms")
         # full rebuild of the same facts the store now holds
         now = [{"id": f.id, "text": f.text, "meta": f.meta} for f in kb.tree().facts]
-        rb = []
+        rb = [] if rebuilds else [out["build"]]   # 0 rebuilds: the first build stands for the rebuild
         for _ in range(rebuilds):
             rb.append(measure_op(kb, path, stub, lambda k: k.build(now, replace=True), compare_trees=False))
             log(f"N={n}: rebuild {rb[-1]['seconds']:.1f}s")
         out["stats_end"] = kb.stats()
         kb.close(); summ.close()
     for name, rows in (("insert1", ins1), ("insert100", ins100), ("forget1", fg), ("rebuild", rb)):
-        out[name] = {"rows": rows, **{k: _summ(rows, k) for k in ("seconds", "mutation_s", "pass_s", "stub_calls", "rows_changed",
+        out[name] = {"rows": rows, **{k: _summ(rows, k) for k in ("seconds", "mutation_s", "pass_s", "cpu_s", "thread_cpu_s", "stub_calls", "rows_changed",
                                                                      "wal_bytes", "wal_frames", "changed_communities",
                                                                      "unchanged_with_new_text")}}
         out[name]["full_rebuild_passes"] = sum(bool(r["report"].get("full_rebuild")) for r in rows)
@@ -222,7 +226,13 @@ def machine()->dict:
     return {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
             "affinity": sorted(os.sched_getaffinity(0)), "load_start": os.getloadavg(),
             "threads_env": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
-            "utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            "utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "library": library_version()}
+
+
+def library_version()->dict:
+    "The last commit that changed `setree/` and whether the working tree's `setree/` differs from it (the code measured)."
+    git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()
+    return {"setree_commit": git("log", "-1", "--format=%h", "--", "setree"), "setree_dirty": bool(git("status", "--porcelain", "--", "setree"))}
 
 
 def cmd_cost(a):
@@ -230,7 +240,7 @@ def cmd_cost(a):
     res = {"machine": machine(), "sizes": {}}
     outp = Path(a.out)
     for n in a.sizes:
-        res["sizes"][str(n)] = cost_one(n, a.trials1, a.trials100, a.trials_forget, a.rebuilds if n < 50_000 else 1, workdir,
+        res["sizes"][str(n)] = cost_one(n, a.trials1, a.trials100, a.trials_forget, a.rebuilds, workdir,
                                         log=lambda s: print(s, flush=True))
         res["machine"]["load_end"] = os.getloadavg()
         outp.write_text(json.dumps(res, indent=1, default=str))   # after every size: partial results survive
@@ -318,8 +328,10 @@ CHILD = r"""
 import json, os, sys, time
 from setree.embed import get_embedder
 from setree.maintain import KnowledgeBase
+import scipy.sparse, leidenalg, setree.build, setree.cluster, setree.cover, setree.fidelity, setree.summarize  # noqa: F401 (warm imports: a pass's time is its work)
 db, log, start = sys.argv[1], sys.argv[2], int(sys.argv[3])
 kb = KnowledgeBase(db, embedder=get_embedder("hashing"))
+kb.tree()
 i = start
 with open(log, "a", buffering=1) as fh:
     while True:
@@ -378,20 +390,26 @@ def run_faults(db:Path, kills:int, seed:int=0, pass_s:float|None=None, log=print
         logf.write_text("")
         p = subprocess.Popen([sys.executable, "-c", CHILD, str(db), str(logf), str(start)], stderr=subprocess.PIPE)
         start += 300
-        # wait for the first pass to start, then kill somewhere inside it (or inside a later one)
+        # wait for the first pass to start, then kill somewhere inside it (or just after it)
         t_end = time.time() + 60
         while time.time() < t_end and '"pass_start"' not in logf.read_text(): time.sleep(0.005)
-        delay = rng.uniform(0, pass_s or 0.3) * rng.choice([1, 1, 2, 3])
-        time.sleep(delay)
+        if pass_s is None:   # calibration: let the first child finish one pass to learn how long a pass takes
+            while time.time() < t_end and '"pass_done"' not in logf.read_text(): time.sleep(0.005)
+            delay = 0.0
+        else:
+            delay = rng.uniform(0, 1.2 * pass_s)
+            time.sleep(delay)
         p.send_signal(signal.SIGKILL); p.wait()
         rows = [json.loads(l) for l in logf.read_text().splitlines() if l.strip().endswith("}")]
         for r in rows:
             if "acked" in r: acked.update({t: r["seq"] for t in r["acked"]})
         done = [r for r in rows if "pass_done" in r]
         if pass_s is None and done and done[0].get("seconds"): pass_s = float(done[0]["seconds"])
+        elif pass_s is None: pass_s = 1.0
         res = check_store(db, acked, rows, prior)
         prior = res["applied_after"]
-        res.update(kill=k, delay_s=delay, passes_completed=len(done))
+        res.update(kill=k, delay_s=delay, passes_completed=len(done), pass_s=pass_s,
+                   in_pass=bool(rows) and "pass_start" in rows[-1])   # killed after a pass started and before it logged its end
         results.append(res)
         log(json.dumps(res))
     return {"kills": kills, "acked": len(acked), "results": results, "pass_s": pass_s}
@@ -429,29 +447,31 @@ def _ms(x): return "–" if x is None or x != x else f"{1000 * x:,.1f}"
 def _n(x, d=1): return "–" if x is None or x != x else f"{x:,.{d}f}"
 
 def cost_table(cost:dict)->str:
-    "Markdown table of a cost run: one row per size and operation."
-    head = ("| N | operation | trials | P50 ms | P95 ms | pass P50 ms | summarizer calls/pass (mean) | changed communities (mean) "
-            "| rows changed (mean) | WAL KiB written (mean) | full-rebuild passes | rebuild P50 / op P50 |")
-    lines = [head, "|" + "---:|" * 2 + "---|" * 0 + "---:|" * 10]
+    "Markdown table of a cost run: one row per size and operation (times in ms; CPU = the process's CPU time on its one core)."
+    head = ("| N | operation | trials | wall P50 | wall P95 | CPU P50 | CPU P95 | summarizer calls/pass (mean) | changed communities (mean) "
+            "| rows changed (mean) | WAL KiB written (mean) | full-rebuild passes | rebuild / op (CPU P50) |")
+    lines = [head, "|---:|---|" + "---:|" * 11]
     for n, r in cost["sizes"].items():
-        rb = r["rebuild"]["seconds"]["p50"]
+        rb = r["rebuild"]["cpu_s"]["p50"]
         for op in ("insert1", "insert100", "forget1", "rebuild"):
             o = r[op]
-            ratio = rb / o["seconds"]["p50"] if op != "rebuild" and o["seconds"]["p50"] else float("nan")
+            ratio = rb / o["cpu_s"]["p50"] if op != "rebuild" and o["cpu_s"]["p50"] else float("nan")
             lines.append(f"| {int(n):,} | {op} | {o['seconds']['n']} | {_ms(o['seconds']['p50'])} | {_ms(o['seconds']['p95'])} "
-                         f"| {_ms(o['pass_s']['p50'])} | {_n(o['stub_calls']['mean'])} | {_n(o['changed_communities']['mean'])} "
+                         f"| {_ms(o['cpu_s']['p50'])} | {_ms(o['cpu_s']['p95'])} | {_n(o['stub_calls']['mean'])} | {_n(o['changed_communities']['mean'])} "
                          f"| {_n(o['rows_changed']['mean'], 0)} | {_n(o['wal_bytes']['mean'] / 1024)} | {o['full_rebuild_passes']} "
                          f"| {_n(ratio, 0) if op != 'rebuild' else ''} |")
     return "\n".join(lines)
 
 def build_table(cost:dict)->str:
     "Markdown table of the first full build per size, with the embedding time measured separately."
-    lines = ["| N | build s (cached embeddings) | summarizer calls | WAL MiB written | store MiB | embed s/1000 texts (measured) | embed s for N (extrapolated) |",
-             "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| N | nodes | depth | build wall s | build CPU s | summarizer calls | rows written | WAL MiB written | store MiB "
+             "| embed CPU s/1000 texts (measured) | embed CPU s for N (extrapolated) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n, r in cost["sizes"].items():
         b, e = r["build"], r["embed_sample"]
-        lines.append(f"| {int(n):,} | {b['seconds']:.2f} | {b['stub_calls']:,} | {b['wal_bytes'] / 2**20:.1f} | {b['stats']['size_bytes'] / 2**20:.1f} "
-                     f"| {e['seconds'] / e['texts'] * 1000:.2f} | {e['extrapolated_s_for_n']:.1f} |")
+        lines.append(f"| {int(n):,} | {b['stats']['nodes']:,} | {b['stats']['depth']} | {b['seconds']:.1f} | {b['cpu_s']:.1f} | {b['stub_calls']:,} "
+                     f"| {_n(b['rows_changed'], 0)} | {b['wal_bytes'] / 2**20:.1f} | {b['stats']['size_bytes'] / 2**20:.1f} "
+                     f"| {e['cpu_s'] / e['texts'] * 1000:.2f} | {e['extrapolated_cpu_s_for_n']:.1f} |")
     return "\n".join(lines)
 
 def quality_table(q:dict, forget:bool=False)->str:
@@ -473,20 +493,24 @@ def quality_table(q:dict, forget:bool=False)->str:
 
 
 def targets(cost:dict)->str:
-    "The targets at the largest size measured, each with its measured value."
+    "The targets at the largest size measured, each with its measured value (CPU time of the one core; wall time under the machine's load)."
     n = max(cost["sizes"], key=int); r = cost["sizes"][n]
-    p50 = r["insert1"]["seconds"]["p50"]; rb = r["rebuild"]["seconds"]["p50"]
+    c50, w50 = r["insert1"]["cpu_s"]["p50"], r["insert1"]["seconds"]["p50"]
+    rb = r["rebuild"]["cpu_s"]["p50"]
     extra = [row["stub_calls"] - row["changed_communities"] for row in r["insert1"]["rows"]
              if row.get("stub_calls") is not None and row.get("changed_communities") is not None]
     kept = [row["unchanged_with_new_text"] for row in r["insert1"]["rows"] if "unchanged_with_new_text" in row]
     ok = lambda b: "met" if b else "NOT met"
     return "\n".join([
         f"N = {int(n):,} facts (one core):",
-        f"- single-fact insert + pass P50 {1000 * p50:.1f} ms, P95 {1000 * r['insert1']['seconds']['p95']:.1f} ms (target <= 100 ms: {ok(p50 <= 0.1)})",
-        f"- full rebuild P50 {rb:.1f} s = {rb / p50:,.0f} x the single insert (target >= 1000 x: {ok(rb / p50 >= 1000)})",
+        f"- single-fact insert + pass: CPU P50 {1000 * c50:.1f} ms, P95 {1000 * r['insert1']['cpu_s']['p95']:.1f} ms (target <= 100 ms: {ok(c50 <= 0.1)}); "
+        f"wall P50 {1000 * w50:.1f} ms, P95 {1000 * r['insert1']['seconds']['p95']:.1f} ms on the loaded machine",
+        f"- full rebuild CPU {rb:.1f} s = {rb / c50:,.0f} x the single insert's CPU P50 (target >= 1000 x: {ok(rb / c50 >= 1000)}); "
+        f"wall ratio {r['rebuild']['seconds']['p50'] / w50:,.0f} x",
         f"- summarizer calls beyond the changed communities, per single-insert pass: max {max(extra) if extra else 'n/a'}"
         f" (target 0: {ok(bool(extra) and max(extra) <= 0)}); unchanged communities whose summary text changed: max {max(kept) if kept else 'n/a'}",
         f"- passes that fell back to a full rebuild: {r['insert1']['full_rebuild_passes']} of {r['insert1']['seconds']['n']} single inserts, "
+        f"{r['insert100']['full_rebuild_passes']} of {r['insert100']['seconds']['n']} 100-fact inserts, "
         f"{r['forget1']['full_rebuild_passes']} of {r['forget1']['seconds']['n']} forgets"])
 
 
@@ -497,20 +521,31 @@ def faults_summary(f:dict)->str:
                       f"acknowledged inserts: {f['acked']}, lost: 0 (checked after every kill)",
                       f"kills with facts still queued when the store was reopened: {sum(r['pending_before'] > 0 for r in rs)}",
                       f"passes completed by the children before their kill: {sum(r['passes_completed'] for r in rs)}",
+                      f"kills that landed inside a pass (after its start, before its end was logged): {sum(bool(r.get('in_pass')) for r in rs)}",
+                      f"kill delays after the pass start: {min(r['delay_s'] for r in rs):.3f}-{max(r['delay_s'] for r in rs):.3f} s",
                       f"typical pass length used for the kill delays: {f['pass_s']:.3f} s",
                       f"final facts in the store: {rs[-1]['facts'] if rs else 0}"])
+
+
+def merged_cost(bench_dir:Path)->dict|None:
+    "The cost results of every `maintenance_cost*.json` run in one object (sizes ascending; each run keeps its machine record)."
+    runs = [json.loads(p.read_text()) for p in sorted(Path(bench_dir).glob("maintenance_cost*.json"))]
+    if not runs: return None
+    sizes = {n: r for run in runs for n, r in run["sizes"].items()}
+    return {"machines": [run["machine"] for run in runs], "machine": runs[0]["machine"],
+            "sizes": {n: sizes[n] for n in sorted(sizes, key=int)}}
 
 
 def write_summary(bench_dir:Path):
     "Write maintenance.md (the tables) and maintenance.json (cost, quality and fault results in one object)."
     bench_dir = Path(bench_dir)
     load = lambda n: json.loads((bench_dir / n).read_text()) if (bench_dir / n).exists() else None
-    cost, quality, faults = load("maintenance_cost.json"), load("maintenance_quality.json"), load("maintenance_faults.json")
+    cost, quality, faults = merged_cost(bench_dir), load("maintenance_quality.json"), load("maintenance_faults.json")
     md = ["# Maintenance measurements", "", "Produced by `benchmarks/maintenance.py` (see the maintenance report notebook for the method)."]
     if cost:
-        m = cost["machine"]
-        md += ["", "## Cost", "", f"Machine: {m['cpus']} cores, affinity {m['affinity']}, Python {m['python']}, {m['utc']}, "
-               f"load {[round(x, 2) for x in m['load_start']]} → {[round(x, 2) for x in m.get('load_end', [])]} (shared machine).", "",
+        md += ["", "## Cost", ""] + [f"Run: {m['cpus']} cores, affinity {m['affinity']}, Python {m['python']}, {m['utc']}, "
+               f"load {[round(x, 2) for x in m['load_start']]} → {[round(x, 2) for x in m.get('load_end', [])]} (shared machine)."
+               for m in cost["machines"]] + ["",
                build_table(cost), "", cost_table(cost), "", targets(cost)]
     if quality:
         md += ["", "## Quality (LoCoMo dev, evidence recall, categories 1-4)", "", quality_table(quality), "",

@@ -15,7 +15,7 @@ def harness():
 
 def test_kill9_during_passes(tmp_path):
     pytest.importorskip("setree.maintain")
-    kills = int(os.environ.get("SETREE_FAULT_KILLS", "6"))
+    kills = int(os.environ.get("SETREE_FAULT_KILLS", "4"))
     res = harness().run_faults(tmp_path / "kb.db", kills, seed=1, log=lambda s: None)
     assert len(res["results"]) == kills
     assert res["acked"] > 0                                  # the child got inserts acknowledged before being killed
