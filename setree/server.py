@@ -11,7 +11,8 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['TOOLS', 'FACT_IDS_SHOWN', 'INSTRUCTIONS', 'tool_list', 'InvalidParams', 'lone_surrogate', 'fact_items',
            'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'cover_data', 'make_server', 'stdout_to_stderr',
-           'refusal', 'WireIn', 'serve_stdio', 'add_serve_args', 'embedder_spec', 'open_app', 'cmd_serve', 'main']
+           'refusal', 'WireIn', 'WireOut', 'serve_stdio', 'add_serve_args', 'embedder_spec', 'open_app', 'cmd_serve',
+           'main']
 
 # %% ../nbs/08b_server.ipynb #71da71c8
 try:
@@ -461,9 +462,15 @@ def refusal(line:str # one line from the client, decoded with errors='surrogatee
         except InvalidParams as e: message = str(e)
     return mt.JSONRPCError(jsonrpc="2.0", id=msg["id"], error=mt.ErrorData(code=mt.INVALID_PARAMS, message=message))
 
-# %% ../nbs/08b_server.ipynb #1f912b34
+# %% ../nbs/08b_server.ipynb #78f57775
+def _is_pipe(fd:int)->bool:
+    import stat
+    m = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(m) or stat.S_ISSOCK(m)
+
 class WireIn:
-    "The client's lines, read from a private copy of descriptor 0; lines with a lone surrogate are answered with `refusal` instead of being passed on."
+    """The client's lines, read from a private copy of descriptor 0 (on the event loop when it is a pipe or socket, else
+    from a worker thread); lines with a lone surrogate are answered with `refusal` instead of being passed on."""
     def __init__(self, fd:int # a readable file descriptor (the server's copy of its stdin)
                 ):
         self._f = os.fdopen(fd, "rb", closefd=True)
@@ -471,14 +478,54 @@ class WireIn:
 
     def __aiter__(self): return self._lines()
 
+    async def _readline(self):
+        if _is_pipe(self._f.fileno()):
+            import asyncio
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=1 << 30, loop=loop)   # one request line may hold a whole knowledge base
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self._f)
+            return reader.readline
+        return lambda: anyio.to_thread.run_sync(self._f.readline, abandon_on_cancel=True)
+
     async def _lines(self):
-        while raw := await anyio.to_thread.run_sync(self._f.readline, abandon_on_cancel=True):
+        readline = await self._readline()
+        while raw := await readline():
             line = raw.decode("utf-8", "surrogateescape")
             err = refusal(line)
             if err is None: yield line; continue
             logging.getLogger("setree.server").info("refused request %r: %s", err.id, err.error.message)
             while self.reply is None: await anyio.sleep(0.001)
             await self.reply.send(SessionMessage(err))
+
+class WireOut:
+    "The wire's write side on a private copy of descriptor 1: written on the event loop when it is a pipe or socket (no thread per message), else from a worker thread."
+    def __init__(self, fd:int # a writable file descriptor (the server's copy of its stdout)
+                ):
+        self._f, self._w = os.fdopen(fd, "wb", closefd=True), None
+
+    async def _open(self):
+        if not _is_pipe(self._f.fileno()): self._w = False; return
+        import asyncio
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self._f)
+        self._w = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    async def write(self, text:str):
+        if self._w is None: await self._open()
+        if self._w is False: await anyio.to_thread.run_sync(self._f.write, text.encode("utf-8"))
+        else: self._w.write(text.encode("utf-8"))
+
+    async def flush(self):
+        if self._w is False: await anyio.to_thread.run_sync(self._f.flush)
+        elif self._w is not None: await self._w.drain()
+
+@contextmanager
+def _own_stdout():
+    "A private copy of descriptor 1 for the wire; descriptor 1 itself writes to stderr meanwhile (nothing else reaches the client)."
+    private, saved = os.dup(1), os.dup(1)
+    sys.stdout.flush(); os.dup2(2, 1)
+    try: yield private
+    finally: sys.stdout.flush(); os.dup2(saved, 1); os.close(saved)
 
 @contextmanager
 def _own_stdin():
@@ -492,9 +539,9 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
                      ):
     "Serve MCP on this process's stdin/stdout until the client closes stdin."
     server = make_server(app)
-    with _own_stdin() as fd:
-        wire = WireIn(fd)
-        async with stdio_server(stdin=wire) as (read, write):
+    with _own_stdin() as fd_in, _own_stdout() as fd_out:
+        wire = WireIn(fd_in)
+        async with stdio_server(stdin=wire, stdout=WireOut(fd_out)) as (read, write):
             wire.reply = write
             await server.run(read, write, server.create_initialization_options())
 
