@@ -116,14 +116,19 @@ class WriteMeter:
         return False
 
 
-def fact_sets(tree)->dict:
-    """Fingerprint of the fact set under each internal node -> its summary text. The fingerprint is the wrap-around sum of a
-    64-bit hash of every fact id below the node (one cumulative sum over the depth-first fact order: O(N + M))."""
-    if tree.n_nodes <= tree.n_facts: return {}
+def fingerprints(tree)->tuple[np.ndarray, np.ndarray]:
+    """(internal node numbers, fingerprint of the fact set under each). The fingerprint is the wrap-around sum of a 64-bit hash
+    of every fact id below the node (one cumulative sum over the depth-first fact order: O(N + M))."""
+    v = np.arange(tree.n_facts, tree.n_nodes)
+    if not len(v): return v, np.zeros(0, np.uint64)
     h = np.array([hash(f.id) & 0xFFFFFFFFFFFFFFFF for f in tree.facts], np.uint64)[np.asarray(tree.order)]
     cs = np.concatenate([np.zeros(1, np.uint64), np.cumsum(h, dtype=np.uint64)])
-    v = np.arange(tree.n_facts, tree.n_nodes)
-    fp = cs[np.asarray(tree.stop)[v]] - cs[np.asarray(tree.start)[v]]
+    return v, cs[np.asarray(tree.stop)[v]] - cs[np.asarray(tree.start)[v]]
+
+
+def fact_sets(tree)->dict:
+    "Fingerprint of the fact set under each internal node -> its summary text (see `fingerprints`)."
+    v, fp = fingerprints(tree)
     return {int(x): tree.texts[i] for x, i in zip(fp, v)}
 
 
@@ -150,12 +155,28 @@ def measure_op(kb, path, stub, op, compare_trees=True):
            "rows_changed": None if tc0 is None or tc1 is None else tc1 - tc0, "wal_bytes": wm.wal_bytes, "wal_frames": wm.frames,
            "file_delta": wm.file_delta, "report": rep}
     if compare_trees:
-        after = fact_sets(kb.tree())
+        tree = kb.tree()
+        after = fact_sets(tree)
         changed = [s for s in after if s not in before]
         kept_resummarized = sum(1 for s, t in after.items() if s in before and before[s] != t)
         row.update(changed_communities=len(changed), unchanged_communities=len(after) - len(changed),
                    unchanged_with_new_text=kept_resummarized)
+        if stub is not None: row.update(request_targets(tree, stub, c0, set(before)))
     return row
+
+
+def request_targets(tree, stub, c0:int, before_fps:set)->dict:
+    """Which communities the summarizer requests since request number `c0` were for: each request's items (the children's
+    texts) are matched to the internal node of the new tree with those children; a node whose fact set already existed
+    before the pass is an unchanged community."""
+    v, fps = fingerprints(tree)
+    by_children = {tuple(sorted(tree.texts[c] for c in tree.children[u])): int(fp) for u, fp in zip(v, fps)}
+    out = {"calls_unchanged_communities": 0, "calls_changed_communities": 0, "calls_unmatched": 0}
+    for req in stub.requests[c0:]:
+        fp = by_children.get(tuple(sorted(stub.items(req))))
+        key = "calls_unmatched" if fp is None else "calls_unchanged_communities" if fp in before_fps else "calls_changed_communities"
+        out[key] += 1
+    return out
 
 
 def _summ(rows, key):
@@ -168,7 +189,8 @@ def stub_reply(items:list[str])->str:
     return " ".join(items[0].split()[:8]) if items else "nothing to summarize"
 
 
-def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int, workdir:Path, log=print)->dict:
+def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int, workdir:Path, log=print,
+             partial=None)->dict:   # partial(out): called after every phase with the results so far
     from setree.embed import get_embedder
     from setree.summarize import StubChatServer, ChatSummarizer
     inner = get_embedder(threads=1)
@@ -195,9 +217,12 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
                                "extrapolated_cpu_s_for_n": ec / len(sample) * n}
         warm = measure_op(kb, path, stub, lambda k: k.insert(next(new_pool)), compare_trees=False)   # first pass after build: warm caches
         out["warmup_insert"] = warm
+        if partial: partial(out)
         ins1 = [measure_op(kb, path, stub, lambda k: k.insert(next(new_pool))) for _ in range(trials1)]
+        if partial: partial({**out, "insert1_rows": ins1})
         log(f"N={n}: insert 1 P50 {pct([r['seconds'] for r in ins1], 50)*1000:.1f} ms wall, {pct([r['cpu_s'] for r in ins1], 50)*1000:.1f} ms CPU")
         ins100 = [measure_op(kb, path, stub, lambda k: k.insert([next(new_pool) for _ in range(100)])) for _ in range(trials100)]
+        if partial: partial({**out, "insert1_rows": ins1, "insert100_rows": ins100})
         log(f"N={n}: insert 100 P50 {pct([r['seconds'] for r in ins100], 50)*1000:.1f} ms")
         rng = random.Random(n)
         ids = [f.id for f in kb.tree().facts]
@@ -215,7 +240,8 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
     for name, rows in (("insert1", ins1), ("insert100", ins100), ("forget1", fg), ("rebuild", rb)):
         out[name] = {"rows": rows, **{k: _summ(rows, k) for k in ("seconds", "mutation_s", "pass_s", "cpu_s", "thread_cpu_s", "stub_calls", "rows_changed",
                                                                      "wal_bytes", "wal_frames", "changed_communities",
-                                                                     "unchanged_with_new_text")}}
+                                                                     "unchanged_with_new_text", "calls_unchanged_communities",
+                                                                     "calls_changed_communities", "calls_unmatched")}}
         out[name]["full_rebuild_passes"] = sum(bool(r["report"].get("full_rebuild")) for r in rows)
         out[name]["summarizer_calls_reported"] = _summ([{"x": r["report"].get("summarizer_calls")} for r in rows], "x")
     out["real_embeddings"] = emb.embedded
@@ -240,8 +266,10 @@ def cmd_cost(a):
     res = {"machine": machine(), "sizes": {}}
     outp = Path(a.out)
     for n in a.sizes:
+        part = outp.with_name(outp.stem + f"_partial_{n}.json")
         res["sizes"][str(n)] = cost_one(n, a.trials1, a.trials100, a.trials_forget, a.rebuilds, workdir,
-                                        log=lambda s: print(s, flush=True))
+                                        log=lambda s: print(s, flush=True),
+                                        partial=lambda o: part.write_text(json.dumps(o, indent=1, default=str)))
         res["machine"]["load_end"] = os.getloadavg()
         outp.write_text(json.dumps(res, indent=1, default=str))   # after every size: partial results survive
     return 0
@@ -420,6 +448,7 @@ def cmd_faults(a):
         res = run_faults(Path(d) / "kb.db", a.kills, a.seed)
     res["machine"] = machine()
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
+    print(faults_summary(res))
     return 0
 
 
@@ -519,7 +548,8 @@ def faults_summary(f:dict)->str:
     rs = f["results"]
     return "\n".join([f"kills: {f['kills']}, every store opened, passed integrity_check and held a valid tree: {len(rs)} of {f['kills']}",
                       f"acknowledged inserts: {f['acked']}, lost: 0 (checked after every kill)",
-                      f"kills with facts still queued when the store was reopened: {sum(r['pending_before'] > 0 for r in rs)}",
+                      f"reopened with the interrupted pass's facts still queued (the old tree): {sum(r['pending_before'] > 0 for r in rs)}; "
+                      f"with them applied (the new tree): {sum(r['pending_before'] == 0 for r in rs)}",
                       f"passes completed by the children before their kill: {sum(r['passes_completed'] for r in rs)}",
                       f"kills that landed inside a pass (after its start, before its end was logged): {sum(bool(r.get('in_pass')) for r in rs)}",
                       f"kill delays after the pass start: {min(r['delay_s'] for r in rs):.3f}-{max(r['delay_s'] for r in rs):.3f} s",
@@ -550,6 +580,7 @@ def write_summary(bench_dir:Path):
     if quality:
         md += ["", "## Quality (LoCoMo dev, evidence recall, categories 1-4)", "", quality_table(quality), "",
                "After forgetting 20 % of the facts (seed 0):", "", quality_table(quality, forget=True)]
-    if faults: md += ["", "## kill -9 during passes", "", faults_summary(faults)]
+    if faults: md += ["", "## kill -9 during passes", "", f"setree code measured: {faults.get('machine', {}).get('library', 'see the report')}", "",
+                      faults_summary(faults)]
     (bench_dir / "maintenance.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     (bench_dir / "maintenance.json").write_text(json.dumps({"cost": cost, "quality": quality, "faults": faults}, indent=1, default=str))

@@ -103,6 +103,15 @@ def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (
     S = C[tree.stop] - C[tree.start]
     return (S / np.maximum(np.linalg.norm(S, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
+def _some_centroids(tree:Tree, E, nodes)->np.ndarray:
+    "`node_centroids` for a few nodes and their children only (the rows of other nodes stay 0): what a partial summary pass needs."
+    mu = np.zeros((tree.n_nodes, E.shape[1]), np.float32)
+    S = tree.leaf_sum if tree.leaf_sum is not None and len(tree.leaf_sum) == tree.n_nodes else None   # a maintenance pass has them
+    for v in set(nodes) | {int(c) for v in nodes for c in tree.children[v]}:
+        s = S[v] if S is not None else E[tree.order[tree.start[v]:tree.stop[v]]].sum(0, dtype=np.float64)
+        mu[v] = s / max(np.linalg.norm(s), 1e-12)
+    return mu
+
 def _requests(tree:Tree, nodes, E, mu, target, focus=None):
     from setree.summarize import SummaryRequest
     reqs = []
@@ -111,7 +120,7 @@ def _requests(tree:Tree, nodes, E, mu, target, focus=None):
         facts = tree.order[tree.start[v]:tree.stop[v]]
         reqs.append(SummaryRequest(node=int(v), child_texts=[tree.texts[c] for c in ch], child_tokens=tree.tokens[ch],
                                    fact_nodes=facts, fact_texts=[tree.texts[f] for f in facts], fact_emb=E[facts],
-                                   centroid=mu[v], target_tokens=target, max_tokens=int(tree.tokens[ch].sum()),
+                                   centroid=mu[v], target_tokens=target, max_tokens=int(tree.tokens[ch].sum()), fact_tokens=tree.tokens[facts],
                                    focus=None if focus is None else focus.get(int(v))))
     return reqs
 
@@ -146,8 +155,8 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     from setree.fidelity import compute_order
     compute_order(tree)
     N, E = tree.n_facts, tree.emb[:tree.n_facts]
-    mu = node_centroids(tree, E)
     keep = None if only is None else {int(v) for v in only}
+    mu = node_centroids(tree, E) if keep is None else _some_centroids(tree, E, keep)
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
         if not nodes: continue

@@ -13,7 +13,8 @@ from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
 __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild', 'can_grow',
-           'patch_knn', 'relabel', 'grow_levels', 'assemble', 'incremental_pass']
+           'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
+           'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
 def unique_facts(items # anything `setree.core.as_facts` accepts
@@ -305,7 +306,7 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
-# %% ../nbs/07b_maintain.ipynb #ae3fbd07
+# %% ../nbs/07b_maintain.ipynb #6b3453cd
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -326,7 +327,7 @@ def maintain(self:KnowledgeBase)->dict:
             dirty, dirty_facts = info.pop("_dirty", None), info.pop("_dirty_facts", None)
             report.update(info)
             report["seconds"] = round(time.perf_counter() - t0, 4)
-            self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"])
+            report["rows"] = self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"])
         except StoreBusy: raise
         except Exception as e:
             report.update(error=f"{type(e).__name__}: {e}", seconds=round(time.perf_counter() - t0, 4), applied_seq=state["applied_seq"])
@@ -347,9 +348,9 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     emb = _CachedEmbedder(self.embedder(), base)
     next_key = int(self._w._txn(lambda con: _meta(con).get("next_key", "0"), write=False))
     if can_grow(base, plan, emb, config):
-        tree, needs = incremental_pass(base, plan, emb, summ, config, next_key)
+        tree, needs, dirty = incremental_pass(base, plan, emb, summ, config, next_key)
         return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()),
-                          fallbacks=summ.fallbacks, _dirty_facts=plan.changed)
+                          fallbacks=summ.fallbacks, _dirty=dirty, _dirty_facts=plan.changed)
     tree = full_rebuild(plan, base, emb, summ, config)
     tree._keys = next_key + np.arange(tree.n_nodes, dtype=np.int64)
     return tree, dict(full_rebuild=True, levels_touched=len(tree.levels), summarizer_calls=summ.calls, resummarized=summ.calls,
@@ -362,7 +363,7 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #cccd2117
+# %% ../nbs/07b_maintain.ipynb #ecad892f
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members, and everything above it, is clustered again as a build does
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
@@ -372,9 +373,20 @@ class _Members:
     "The members of one level during a pass, in row keys."
     keys: np.ndarray   # (m,) int64
     C: np.ndarray      # (m, d) float32 centroids
-    S: np.ndarray      # (m, d) float64 leaf sums
     est: np.ndarray    # (m,) int64 estimated tokens (as in `setree.cluster.cluster_hierarchy`)
     level: np.ndarray  # (m,) int64 tree level of each member
+    E: np.ndarray = None  # (N, d) float32 the fact embeddings (level 0 only)
+
+class _Sums:
+    "Leaf sums S_v of members, looked up when needed: a fact's embedding, a committed node's `leaf_sum`, or a sum this pass computed."
+    def __init__(self, facts:_Members, base:Tree, Kb:np.ndarray): self.facts, self.base, self.Kb, self.new = facts, base, Kb, {}
+    def get(self, keys:np.ndarray)->np.ndarray: # (len(keys), d) float64
+        from setree.store import _align
+        out = np.empty((len(keys), self.facts.C.shape[1]), np.float64)
+        f, b = _align(self.facts.keys, keys), _align(self.Kb, keys)
+        for i, k in enumerate(keys.tolist()):
+            out[i] = self.new[k] if k in self.new else self.facts.E[f[i]] if f[i] >= 0 else self.base.leaf_sum[b[i]]
+        return out
 
 # %% ../nbs/07b_maintain.ipynb #63857f31
 def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
@@ -410,7 +422,7 @@ def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
     return _align(keys, q.ravel()).reshape(q.shape)
 
-# %% ../nbs/07b_maintain.ipynb #68a2abbd
+# %% ../nbs/07b_maintain.ipynb #e8137859
 def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     "The kNN graph induced on member positions `X` (sorted)."
     from setree.cluster import knn_graph
@@ -439,7 +451,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     if mode == "subgraph":
         share = 2 * sum(g.es["weight"]) / max(two_m, 1e-12)
         return leiden(g, resolution * share, seed)
-    import leidenalg
+    import leidenalg   # "fixed" and "local" (all of X free): the whole level's modularity, from the committed communities
     scale = 1000.0
     sizes = np.maximum(1, np.rint(scale * deg[X])).astype(np.int64).tolist()
     start = canonical(np.where(free & (init < 0), -1 - np.arange(len(X)), init))
@@ -449,7 +461,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #32537c16
+# %% ../nbs/07b_maintain.ipynb #acad8a52
 def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     "Level-0 members (the facts) with their vectors: the committed ones reused, the new and changed ones embedded."
     from setree.cluster import _unit
@@ -466,10 +478,9 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
         E[ch], tr[ch] = embedder.embed_with_flags(texts); tok[ch] = count_tokens(texts)
     keys = plan.keys.copy(); new = keys < 0
     keys[new] = next_key + np.arange(int(new.sum())); next_key += int(new.sum())
-    S = E.astype(np.float64)
-    return _Members(keys, _unit(S), S, tok, np.zeros(N, np.int64)), tr, ~keep, next_key   # centroids exactly as the build computes them
+    return _Members(keys, _unit(E.astype(np.float64)), tok, np.zeros(N, np.int64), E), tr, ~keep, next_key   # centroids exactly as the build computes them
 
-# %% ../nbs/07b_maintain.ipynb #41864487
+# %% ../nbs/07b_maintain.ipynb #18979ae2
 @dataclass
 class _Grow:
     "What the levels of a pass decided, in row keys."
@@ -479,30 +490,34 @@ class _Grow:
     clean: int = -1                                # first clean level (the committed tree is reused from there up); -1: none
     touched: int = 0                               # levels processed
 
-def _group(comm:np.ndarray)->tuple[np.ndarray, list]:
-    "Labels -> (the distinct labels, member positions of each)."
+def _groups(comm:np.ndarray)->tuple:
+    "Labels -> (distinct labels u, label index of each member, member order o, bounds b): group i is o[b[i]:b[i+1]]."
     u, inv = np.unique(comm, return_inverse=True)
-    o = np.argsort(inv, kind="stable"); b = np.r_[0, np.cumsum(np.bincount(inv, minlength=len(u)))].tolist()
-    return u, [o[b[i]:b[i + 1]] for i in range(len(u))]
+    o = np.argsort(inv, kind="stable"); b = np.r_[0, np.cumsum(np.bincount(inv, minlength=len(u)))]
+    return u, inv.ravel(), o, b
 
-def _next_members(m:_Members, groups:list, pkeys:list, same:list, old_next:dict|None, base:Tree, Kb, l:int, summary_tokens:int)->_Members:
+def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, summary_tokens:int)->_Members:
     "The members of level l+1: one per group (its parent, or the member itself when alone), sorted by key."
     from setree.cluster import _unit
     from setree.store import _align
-    keys, C, S, est, lev = [], [], [], [], []
-    onk = old_next["keys"] if old_next is not None else np.zeros(0, np.int64)
-    for g, pk, sm in zip(groups, pkeys, same):
-        if len(g) == 1: i = g[0]; keys.append(m.keys[i]); C.append(m.C[i]); S.append(m.S[i]); est.append(m.est[i]); lev.append(m.level[i]); continue
-        keys.append(pk); est.append(min(summary_tokens, int(m.est[g].sum()))); lev.append(l + 1)
-        j = _align(onk, np.array([pk]))[0] if sm else -1
-        if j >= 0:   # same members, none changed: the committed centroid and leaf sum, bit for bit
-            C.append(old_next["C"][j]); S.append(base.leaf_sum[_align(Kb, np.array([pk]))[0]])
-        else: s = m.S[g].sum(0); S.append(s); C.append(_unit(s[None])[0])
-    o = np.argsort(np.array(keys, np.int64), kind="stable")
-    return _Members(np.array(keys, np.int64)[o], np.array(C, np.float32)[o], np.array(S, np.float64)[o], np.array(est, np.int64)[o],
-                    np.array(lev, np.int64)[o])
+    u, inv, o, b, pk, same = grp
+    first, multi = o[b[:-1]], np.diff(b) > 1
+    keys, C = np.where(multi, pk, m.keys[first]), m.C[first].copy()
+    est = np.where(multi, np.minimum(summary_tokens, np.add.reduceat(m.est[o], b[:-1])), m.est[first])
+    lev = np.where(multi, l + 1, m.level[first])
+    redo = multi & ~same
+    sm = np.flatnonzero(same)
+    if len(sm):   # same members, none changed: the committed centroid, bit for bit
+        j = _align(old_next["keys"], keys[sm]) if old_next is not None else np.full(len(sm), -1)
+        ok = j >= 0
+        if ok.any(): C[sm[ok]] = old_next["C"][j[ok]]
+        redo[sm[~ok]] = True
+    for i in np.flatnonzero(redo):
+        S = sums.get(m.keys[o[b[i]:b[i + 1]]]).sum(0); sums.new[int(keys[i])] = S; C[i] = _unit(S[None])[0]
+    s = np.argsort(keys, kind="stable")
+    return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #cddf177a
+# %% ../nbs/07b_maintain.ipynb #e67bfac4
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int):
     "Re-cluster one changed level: patch its kNN graph, re-run Leiden on the affected communities, decide the parents."
     from setree.cluster import split_oversize
@@ -514,37 +529,36 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     X = np.flatnonzero(np.isin(init, affected[affected >= 0]) | chg)
     old_size = np.bincount(old["community"]) if len(old["community"]) else np.zeros(0, np.int64)
     free = chg[X] | (old_size[np.maximum(init[X], 0)] == 1)    # changed members, and members that were alone (they have no summary to keep)
+    if LEIDEN_MODE == "local": free[:] = True                   # every member of the affected communities may move
     lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
     lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
     # a re-decided community with exactly its committed members keeps its label; any other gets a new one
     comm, fresh = init.copy(), int(old["community"].max(initial=-1)) + 1
-    for g in _group(lab)[1]:
-        c = init[X[g]]
+    _, _, lo, lb = _groups(lab)
+    for a, z in zip(lb[:-1].tolist(), lb[1:].tolist()):
+        g = X[lo[a:z]]; c = init[g]
         if c[0] >= 0 and (c == c[0]).all() and old_size[c[0]] == len(g): continue
-        comm[X[g]] = fresh; fresh += 1
+        comm[g] = fresh; fresh += 1
     # parents: an unchanged community keeps its parent; a changed one reuses the key of the parent most of its members had
-    labels, groups = _group(comm)
+    u, inv, o, b = _groups(comm); size = np.diff(b); first = o[b[:-1]]
     old_par = np.where(pos >= 0, old["parents"][np.maximum(pos, 0)], -1)
-    first_fresh = int(old["community"].max(initial=-1)) + 1
-    kept = [lb < first_fresh and len(g) > 1 for lb, g in zip(labels.tolist(), groups)]
-    used = {int(old_par[g[0]]) for k, g in zip(kept, groups) if k} | set(st.nodes) | set(m.keys.tolist())
-    pkeys, same = [], []
-    for k, g in zip(kept, groups):
-        if len(g) == 1: pkeys.append(-1); same.append(False); continue
-        if k: pk = int(old_par[g[0]])
-        else:
-            cand = [int(p) for p in old_par[g] if p >= 0 and int(p) not in used]
-            if cand: pk = max(sorted(set(cand)), key=cand.count)
-            else: pk, next_key = next_key, next_key + 1
-            used.add(pk)
-        pkeys.append(pk); same.append(k and not chg[g].any())
-        st.nodes[pk] = (l + 1, k)
-        for i in g: st.parent_of[int(m.keys[i])] = pk
-    par = np.full(len(m.keys), -1, np.int64)
-    for pk, g in zip(pkeys, groups): par[g] = pk
+    kept = (u <= int(old["community"].max(initial=-1))) & (size > 1)
+    pk = np.full(len(u), -1, np.int64); pk[kept] = old_par[first[kept]]
+    used = set(pk[kept].tolist()) | set(st.nodes) | set(m.keys.tolist())
+    for i in np.flatnonzero(~kept & (size > 1)):
+        cand = [int(p) for p in old_par[o[b[i]:b[i + 1]]] if p >= 0 and int(p) not in used]
+        if cand: pk[i] = max(sorted(set(cand)), key=cand.count)
+        else: pk[i], next_key = next_key, next_key + 1
+        used.add(int(pk[i]))
+    same = kept & ~(np.add.reduceat(chg[o].astype(np.int64), b[:-1]) > 0)
+    multi = np.flatnonzero(size > 1)
+    st.nodes.update(zip(pk[multi].tolist(), zip([l + 1] * len(multi), kept[multi].tolist())))
+    par = np.where(size[inv] > 1, pk[inv], -1)
+    grouped = np.flatnonzero(par >= 0)
+    st.parent_of.update(zip(m.keys[grouped].tolist(), par[grouped].tolist()))
     st.levels.append(dict(keys=m.keys, C=m.C, parents=par, community=comm,
                           knn=np.where(idx >= 0, m.keys[np.maximum(idx, 0)], -1), knn_sim=sim))
-    return groups, pkeys, same, next_key
+    return (u, inv, o, b, pk, same), next_key
 
 # %% ../nbs/07b_maintain.ipynb #b67decf1
 def _graft(m:_Members, chg:np.ndarray, l:int, base:Tree, Kb:np.ndarray, config, st:_Grow, next_key:int)->int:
@@ -576,7 +590,7 @@ def _graft(m:_Members, chg:np.ndarray, l:int, base:Tree, Kb:np.ndarray, config, 
                               community=lv.community, knn=np.where(idx >= 0, keyof[mem[np.maximum(idx, 0)]], -1), knn_sim=lv.knn_sim))
     return next_key
 
-# %% ../nbs/07b_maintain.ipynb #4368aeac
+# %% ../nbs/07b_maintain.ipynb #9861354b
 def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
     "Level by level from the facts up: stop at the first clean level, re-cluster the changed ones, rebuild the top like a build."
     from setree.cluster import STALL_RATIO
@@ -584,6 +598,7 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
     Kb = np.asarray(base._keys, np.int64)
     m, tr, fchg, next_key = _fact_members(base, plan, embedder, next_key)
     facts, st, l, L_old = m, _Grow(), 0, len(base.levels)
+    sums = _Sums(facts, base, Kb)
     while True:
         old = _old_level(base, Kb, l) if l < L_old else None
         chg, pos, removed = np.ones(len(m.keys), bool), None, None
@@ -596,15 +611,15 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
         if old is None or l == L_old - 1 or len(m.keys) <= GRAFT_MEMBERS:
             next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
         trial = _Grow(dict(st.parent_of), dict(st.nodes), list(st.levels), st.clean, st.touched)
-        groups, pkeys, same, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l)
-        if len(groups) > 1 and len(groups) > STALL_RATIO * len(m.keys):   # no progress: this level and the rest as a build does them
+        grp, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l)
+        if len(grp[0]) > 1 and len(grp[0]) > STALL_RATIO * len(m.keys):   # no progress: this level and the rest as a build does them
             next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
         st, next_key = trial, nk
         old_next = _old_level(base, Kb, l + 1) if l + 1 < L_old else None
-        m = _next_members(m, groups, pkeys, same, old_next, base, Kb, l, config.summary_tokens); l += 1
+        m = _next_members(m, grp, old_next, sums, l, config.summary_tokens); l += 1
     return facts, tr, fchg, st, next_key
 
-# %% ../nbs/07b_maintain.ipynb #fbceab4f
+# %% ../nbs/07b_maintain.ipynb #a56c5d9d
 def _ancestors(tree:Tree, nodes)->set:
     "Every proper ancestor of the given node numbers."
     out, cur = set(), {int(v) for v in nodes}
@@ -613,42 +628,57 @@ def _ancestors(tree:Tree, nodes)->set:
         out |= cur
     return out
 
-def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:str, config)->tuple[Tree, np.ndarray]:
-    "The new tree from the decided structure: kept nodes carry their committed summary; returns (tree, needs) with needs[v] True where a summary must be written."
+def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:str, config)->tuple[Tree, np.ndarray, np.ndarray]:
+    """The new tree from the decided structure: kept nodes carry their committed summary. Returns (tree, needs, kept):
+    needs[v] where a summary must be written, kept[v] where a committed summary is reused."""
     from setree.store import _align, _children_of, _parent_keys
     Kb = np.asarray(base._keys, np.int64); bpk = _parent_keys(base, Kb)
-    nodes = dict(st.nodes)
+    nk = np.fromiter(st.nodes.keys(), np.int64, len(st.nodes))
+    nl = np.fromiter((v[0] for v in st.nodes.values()), np.int64, len(st.nodes))
+    nkept = np.fromiter((v[1] for v in st.nodes.values()), bool, len(st.nodes))
     if st.clean >= 0:   # the committed tree from the clean level up, as it is
-        for v in np.flatnonzero(base.level > st.clean): nodes.setdefault(int(Kb[v]), (int(base.level[v]), True))
-    ik = np.array(sorted(nodes, key=lambda k: (nodes[k][0], k)), np.int64)
+        up = np.flatnonzero(base.level > st.clean); up = up[~np.isin(Kb[up], nk)]
+        nk, nl, nkept = np.r_[nk, Kb[up]], np.r_[nl, base.level[up]], np.r_[nkept, np.ones(len(up), bool)]
+    o = np.lexsort((nk, nl)); ik, il = nk[o], nl[o]
     K = np.concatenate([facts.keys, ik]); N, M = len(facts.keys), len(facts.keys) + len(ik)
     ob = _align(Kb, K)
-    pk = np.array([st.parent_of.get(int(k), bpk[j] if j >= 0 else -2) for k, j in zip(K.tolist(), ob.tolist())], np.int64)
+    pk = np.where(ob >= 0, bpk[np.maximum(ob, 0)], -2)
+    if st.parent_of:
+        ck = np.fromiter(st.parent_of.keys(), np.int64, len(st.parent_of)); j = _align(K, ck)
+        pk[j[j >= 0]] = np.fromiter(st.parent_of.values(), np.int64, len(st.parent_of))[j >= 0]
     if (pk == -2).any() or (pk == -1).sum() != 1: raise RuntimeError(f"maintenance pass built a broken structure ({int((pk == -1).sum())} roots)")
     parent = np.where(pk >= 0, _align(K, pk), -1)
-    kept = np.zeros(M, bool); kept[N:] = [nodes[int(k)][1] for k in ik]; kept &= ob >= 0
-    texts = [f.text for f in plan.facts] + [base.texts[j] if kp else "" for j, kp in zip(ob[N:].tolist(), kept[N:].tolist())]
-    emb = np.zeros((M, facts.C.shape[1]), np.float32); emb[:N] = facts.S; emb[kept] = base.emb[ob[kept]]   # S of a fact = its embedding
-    tokens = np.zeros(M, np.int64); tokens[:N] = facts.est; tokens[kept] = base.tokens[ob[kept]]
-    summ = ["fact"] * N + [base.summarizer[j] if kp else "" for j, kp in zip(ob[N:].tolist(), kept[N:].tolist())]
-    quotes = [np.array([v], np.int64) for v in range(N)] + [np.zeros(0, np.int64)] * (M - N)
-    gone_keys = {int(Kb[i]) for i, f in enumerate(base.facts) if f.id in plan.gone}
+    kept = np.zeros(M, bool); kept[N:] = nkept[o]; kept &= ob >= 0
+    ki = np.flatnonzero(kept)
+    texts = [f.text for f in plan.facts] + [""] * (M - N)
+    summ = ["fact"] * N + [""] * (M - N)
+    for v, j in zip(ki.tolist(), ob[ki].tolist()): texts[v], summ[v] = base.texts[j], base.summarizer[j]
+    emb = np.zeros((M, facts.C.shape[1]), np.float32); emb[:N] = facts.E; emb[ki] = base.emb[ob[ki]]
+    tokens = np.zeros(M, np.int64); tokens[:N] = facts.est; tokens[ki] = base.tokens[ob[ki]]
+    ar = np.arange(N, dtype=np.int64)
+    quotes = [ar[v:v + 1] for v in range(N)] + [np.zeros(0, np.int64)] * (M - N)
     needs = np.zeros(M, bool); needs[N:] = ~kept[N:]
-    for v in np.flatnonzero(kept):
-        qk = Kb[np.asarray(base.quotes[ob[v]], np.int64)]
-        if gone_keys & set(qk.tolist()): needs[v] = True; continue
-        quotes[v] = np.sort(_align(K, qk))
-    t = Tree(facts=list(plan.facts), texts=texts, parent=parent, children=_children_of(parent), level=np.r_[np.zeros(N, np.int64), [nodes[int(k)][0] for k in ik]].astype(np.int64),
+    if len(ki):   # committed quotes, as fact numbers of the new tree; a summary that quoted a fact now gone is written anew
+        bq = [np.asarray(base.quotes[j], np.int64) for j in ob[ki].tolist()]
+        lens = np.fromiter(map(len, bq), np.int64, len(bq)); flat = np.concatenate(bq) if lens.sum() else np.zeros(0, np.int64)
+        mapped = _align(K, Kb[flat]) if len(flat) else flat
+        bnd = np.r_[0, np.cumsum(lens)].tolist()
+        for i, v in enumerate(ki.tolist()):
+            q = mapped[bnd[i]:bnd[i + 1]]
+            if (q < 0).any(): needs[v] = True
+            else: quotes[v] = np.sort(q)
+    t = Tree(facts=list(plan.facts), texts=texts, parent=parent, children=_children_of(parent), level=np.r_[np.zeros(N, np.int64), il].astype(np.int64),
              tokens=tokens, emb=emb, summarizer=summ, quotes=quotes, truncated=tr, config=config.to_dict(), embedder_id=embedder_id)
     t._keys = K
     # an ancestor of a forgotten or changed fact whose summary may carry its wording is written anew
     if plan.gone:
         gone_nums = [i for i, f in enumerate(base.facts) if f.id in plan.gone]
         gone_texts = [base.facts[i].text for i in gone_nums]
-        for a in _ancestors(base, gone_nums):
-            j = _align(K, Kb[[a]])[0]
-            if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
-    return t, needs
+        anc = np.array(sorted(_ancestors(base, gone_nums)), np.int64)
+        if len(anc):
+            for a, j in zip(anc.tolist(), _align(K, Kb[anc]).tolist()):
+                if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
+    return t, needs, kept
 
 # %% ../nbs/07b_maintain.ipynb #4f92f990
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
@@ -667,35 +697,118 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
                                                  knn_sim=np.asarray(d["knn_sim"], np.float32))))
     return out
 
-# %% ../nbs/07b_maintain.ipynb #5b9bde6b
+# %% ../nbs/07b_maintain.ipynb #4cd24972
+def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
+    "(M,) bool: the seeds and every ancestor of one."
+    out = seeds.copy(); cur = np.flatnonzero(seeds)
+    while len(cur):
+        p = tree.parent[cur]; p = np.unique(p[p >= 0]); cur = p[~out[p]]; out[cur] = True
+    return out
+
+def update_fidelity(tree:Tree, base:Tree, ob:np.ndarray, dirty:np.ndarray, fresh:np.ndarray, sums:bool=True)->Tree:
+    """S, n, loss, dloss and faithfulness of the new tree without a full pass: copied from the committed tree, recomputed on the
+    `dirty` paths (S and n are sums over children: the fidelity recurrence is linear) and where the summary is `fresh`."""
+    N, M = tree.n_facts, tree.n_nodes
+    has = ob >= 0
+    if sums:   # (sums=False: S and n are already this tree's; only the summaries changed)
+        S = np.empty((M, tree.emb.shape[1]), np.float64); n = np.zeros(M, np.int64)
+        S[:N], n[:N] = tree.emb[:N], 1
+        old = np.flatnonzero(has & (np.arange(M) >= N)); S[old], n[old] = base.leaf_sum[ob[old]], base.count[ob[old]]
+        for v in sorted(np.flatnonzero((dirty | ~has) & (np.arange(M) >= N)).tolist(), key=lambda v: tree.level[v]):
+            ch = tree.children[v]; S[v] = S[ch].sum(0); n[v] = n[ch].sum()
+    else: S, n = tree.leaf_sum, tree.count
+    loss, faith, dloss = np.zeros(M), np.full(M, 100, np.int64), np.zeros(M)
+    loss[has], faith[has], dloss[has] = base.loss[ob[has]], base.faithfulness[ob[has]], base.dloss[ob[has]]
+    redo = np.flatnonzero((dirty | fresh | ~has) & (np.arange(M) >= N))
+    sd = np.einsum("ij,ij->i", S[redo], tree.emb[redo].astype(np.float64)); nrm = np.linalg.norm(S[redo], axis=1)
+    loss[redo] = 1.0 - sd / np.maximum(n[redo], 1)
+    faith[redo] = np.rint(100 * np.clip(np.divide(sd, nrm, out=np.zeros(len(redo)), where=nrm > 0), -1, 1)).astype(np.int64)
+    loss[:N], faith[:N] = 0.0, 100
+    for v in np.union1d(redo, tree.parent[redo][tree.parent[redo] >= 0]).tolist():   # dloss_p = loss_p - sum_c (n_c/n_p) loss_c
+        ch = tree.children[v]; dloss[v] = loss[v] - (n[ch] * loss[ch]).sum() / max(n[v], 1)
+    dloss[:N] = 0.0
+    tree.leaf_sum, tree.count, tree.loss, tree.dloss, tree.faithfulness = S, n, loss, dloss, faith
+    return tree
+
+def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->Tree:
+    """`proj` (see `setree.fidelity.compute_projections`) from the committed one: a fact whose path to the root kept its nodes and
+    depths keeps its row, except the column of an ancestor whose summary is `fresh`; other facts get their whole row anew."""
+    N, M = tree.n_facts, tree.n_nodes
+    depth, parent, order = tree.depth, tree.parent, tree.order
+    D = max(1, int(depth[:N].max(initial=0)))
+    same = ob >= 0
+    same[same] &= base.depth[ob[same]] == depth[same]
+    bp = np.where(same, base.parent[np.maximum(ob, 0)], -1)
+    same &= np.where(parent >= 0, bp == np.where(parent >= 0, ob[np.maximum(parent, 0)], -1), bp == -1)
+    stable = same.copy()
+    for _ in range(int(depth.max(initial=0)) + 1):   # a path is stable when every node on it is
+        stable = same & np.where(parent >= 0, stable[np.maximum(parent, 0)], True)
+    proj = np.zeros((N, D), np.float32)
+    bpos = np.empty(base.n_facts, np.int64); bpos[base.order] = np.arange(base.n_facts)
+    fo = ob[order]; rows = np.flatnonzero(stable[order] & (fo >= 0))
+    w = min(D, base.proj.shape[1]); proj[rows, :w] = base.proj[bpos[fo[rows]], :w]
+    for a in np.flatnonzero(fresh & (np.arange(M) >= N)).tolist():
+        sl = slice(int(tree.start[a]), int(tree.stop[a])); proj[sl, depth[a]] = tree.emb[order[sl]] @ tree.emb[a]
+    r = np.flatnonzero(~(stable[order] & (fo >= 0))); cur = order[r]
+    while len(r):
+        up = parent[cur] >= 0; r, cur = r[up], parent[cur[up]]
+        if len(r): proj[r, depth[cur]] = np.einsum("ij,ij->i", tree.emb[order[r]], tree.emb[cur])
+    tree.proj = proj
+    return tree
+
+_NUM_TOKENS: dict = {}   # str(number) -> WordPiece tokens, for the summaries' markers
+
+def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tree:
+    """`line_tokens` (see `setree.cover.line_costs`) without tokenizing every marker: a fact's line is unchanged unless its text is;
+    a summary's marker holds two numbers (its node number, its fact count), and WordPiece counts add up over the marker's words."""
+    from setree.cover import _marker
+    N, M = tree.n_facts, tree.n_nodes
+    lt = np.zeros(M, np.int64)
+    keep = (ob[:N] >= 0) & ~fchg
+    lt[:N][keep] = base.line_tokens[ob[:N][keep]]
+    new = np.flatnonzero(~keep)
+    if len(new): lt[new] = count_tokens([_marker("fact", v, tree.facts[v].id, 1) for v in new.tolist()]) + tree.tokens[new]
+    if M > N:
+        n = tree.stop[N:] - tree.start[N:]
+        need = [x for x in {str(x) for x in np.r_[np.arange(N, M), n].tolist()} if x not in _NUM_TOKENS]
+        if need: _NUM_TOKENS.update(zip(need, count_tokens(need).tolist()))
+        c0 = count_tokens(_marker("summary", 0, "", 0)) - 2 * _NUM_TOKENS.setdefault("0", count_tokens("0"))
+        lt[N:] = c0 + np.array([_NUM_TOKENS[str(v)] + _NUM_TOKENS[str(k)] for v, k in zip(range(N, M), n.tolist())], np.int64) + tree.tokens[N:]
+    tree.line_tokens = lt
+    return tree
+
+# %% ../nbs/07b_maintain.ipynb #35bea0a9
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
                      next_key:int, # the store's next free row key
-                    )->tuple[Tree, np.ndarray]: # the new tree (row keys attached) and the nodes whose summary was written
+                    )->tuple[Tree, np.ndarray, np.ndarray]: # the new tree (row keys attached), nodes summarized, nodes whose row may differ
     "The maintenance pass proper (see the steps above)."
     from setree.build import summarize_tree
-    from setree.cover import line_costs
-    from setree.fidelity import compute_fidelity, finalize
+    from setree.fidelity import compute_order
     from setree.store import _align
     facts, tr, fchg, st, next_key = grow_levels(base, plan, embedder, config, next_key)
-    tree, needs = assemble(base, plan, facts, tr, st, embedder.identity, config)
+    tree, needs, kept = assemble(base, plan, facts, tr, st, embedder.identity, config)
     N, M = tree.n_facts, tree.n_nodes
-    compute_fidelity(tree)
     ob = _align(np.asarray(base._keys, np.int64), tree._keys)
-    if base.faithfulness is not None:   # faithfulness below the threshold, and lower than when the summary was committed
-        was = np.where(ob >= 0, np.asarray(base.faithfulness)[np.maximum(ob, 0)], 101)
-        needs[N:] |= (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
-    else: needs[N:] = True
+    seeds = np.zeros(M, bool); seeds[:N] = fchg; seeds[N:] = ~kept[N:]
+    dirty = _seeds_up(tree, seeds)
+    update_fidelity(tree, base, ob, dirty, needs)
+    was = np.where(ob >= 0, np.asarray(base.faithfulness)[np.maximum(ob, 0)], 101)   # below the threshold, and worse than when committed
+    needs[N:] |= dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
+    compute_order(tree)
     summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs))
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
-        bad = [v for v in range(N, M) if tree.tokens[v] > tree.tokens[tree.children[v]].sum()]
-        if not bad: break
+        cs = np.bincount(tree.parent[tree.parent >= 0], weights=tree.tokens[tree.parent >= 0], minlength=M)
+        bad = np.flatnonzero((tree.tokens > cs) & (np.arange(M) >= N))
+        if not len(bad): break
         needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad)
-    finalize(tree); tree.line_tokens = line_costs(tree)
+    update_fidelity(tree, base, ob, dirty, needs, sums=False)
+    update_projections(tree, base, ob, needs)
+    update_line_tokens(tree, base, ob, fchg)
     tree.levels = _levels_in_numbers(st, base, tree._keys)
     tree._touched, tree._next_key = st.touched, next_key
-    return tree, needs
+    return tree, needs, dirty | needs | (ob < 0)
 
 # %% ../nbs/07b_maintain.ipynb #ce77c0c7
 @patch

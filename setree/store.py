@@ -402,7 +402,7 @@ def save(self:Store, tree:Tree, # the tree to store; replaces whatever the store
     self._txn(write, write=True)
     tree._keys = K
 
-# %% ../nbs/07_store.ipynb #4ee9fca8
+# %% ../nbs/07_store.ipynb #a6409ea5
 def empty_tree(embedder_id:str="", # identity to record
                config:dict|None=None, # config to record
               )->Tree:
@@ -420,14 +420,18 @@ def _children_of(parent:np.ndarray)->list:
     bounds = np.r_[0, np.cumsum(np.bincount(parent[kids], minlength=M))].tolist()
     return [kids[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
-def _ragged_keys(blobs:list, K:np.ndarray, default)->list:
-    "Blobs of int64 keys (None: `default(v)`) -> node numbers, one array per row."
-    lens = np.array([1 if b is None else len(b) // 8 for b in blobs], np.int64)
-    flat = np.frombuffer(b"".join(np.int64(default(v)).tobytes() if b is None else b for v, b in enumerate(blobs)), "<i8")
-    nums = _align(K, flat) if len(flat) else flat.astype(np.int64)
-    nums = np.where(flat < 0, -1, nums)
-    o = np.r_[0, np.cumsum(lens)].tolist()
-    return [nums[a:b] for a, b in zip(o[:-1], o[1:])]
+def _quotes_from_rows(blobs:list, K:np.ndarray)->list:
+    "Quote blobs (int64 keys; None: the node quotes itself, a fact) -> node numbers, one array per node."
+    ar = np.arange(len(blobs), dtype=np.int64)
+    out = [ar[v:v + 1] for v in range(len(blobs))]
+    own = [v for v, b in enumerate(blobs) if b is not None]
+    if own:
+        lens = np.array([len(blobs[v]) // 8 for v in own], np.int64)
+        flat = np.frombuffer(b"".join(blobs[v] for v in own), "<i8")
+        nums = np.where(flat < 0, -1, _align(K, flat)) if len(flat) else flat.astype(np.int64)
+        o = np.r_[0, np.cumsum(lens)].tolist()
+        for i, v in enumerate(own): out[v] = nums[o[i]:o[i + 1]]
+    return out
 
 def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, arrs:dict)->Tree:
     "Assemble a Tree from the rows read by `load` (see the layout table above)."
@@ -456,7 +460,7 @@ def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, 
     for name in DERIVED_FIELDS:
         if name in layout["fields"]: kw[name] = arrs.get(name)
     t = Tree(facts=facts, texts=texts, parent=parent, children=_children_of(parent), level=i64(cols[1]), tokens=i64(cols[4]),
-             emb=emb, summarizer=list(cols[5]), quotes=_ragged_keys(list(cols[12]), K, lambda v: K[v]),
+             emb=emb, summarizer=list(cols[5]), quotes=_quotes_from_rows(list(cols[12]), K),
              truncated=np.array([bool(r[4]) for r in frows], bool) if layout["truncated"] else None,
              config=json.loads(meta["config"]), embedder_id=meta["embedder_id"], **kw)
     t.levels = _levels_from_rows(mrows, K, emb, int(meta.get("n_levels", "0")))
@@ -478,7 +482,7 @@ def _levels_from_rows(mrows:list, K:np.ndarray, emb:np.ndarray, n_levels:int)->l
         knk = np.frombuffer(b"".join(knns), "<i8").reshape(len(rows), k)[o] if rows else np.zeros((0, 0), np.int64)
         kn = np.where(knk >= 0, _align(K, knk.ravel()).reshape(knk.shape), -1)
         pos = np.where(kn >= 0, _align(mem, kn.ravel()).reshape(kn.shape), -1) if len(mem) else kn
-        cen = emb[mem].copy()
+        cen = emb[mem]   # a fancy index: already a copy
         own = [i for i, j in enumerate(o.tolist()) if cens[j] is not None]
         if own: cen[own] = _stack([cens[o[i]] for i in own], emb.dtype.newbyteorder("<"), emb.shape[1])
         levels.append(ClusterLevel(members=mem, centroids=cen, parents=np.where(pk >= 0, _align(K, pk), -1),

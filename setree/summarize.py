@@ -36,6 +36,7 @@ class SummaryRequest:
     max_tokens: int            # sum(child_tokens): the budget-monotone cap
     focus: list | None = None  # indices into child_texts of badly represented children (offset-aware re-summarization)
     fact_child: np.ndarray | None = None  # optional (n_v,) int64: index of the child each fact lies under
+    fact_tokens: np.ndarray | None = None  # optional (n_v,) int64 token counts of fact_texts (the caller's, so they are not counted again)
 
 @dataclass
 class Summary:
@@ -174,7 +175,7 @@ class ExtractiveSummarizer:
         r = check_request(r)
         cap = min(int(r.target_tokens), int(r.max_tokens))
         order, _ = self.ranking(r)
-        tok = count_tokens(list(r.fact_texts))
+        tok = count_tokens(list(r.fact_texts)) if r.fact_tokens is None else np.asarray(r.fact_tokens, np.int64)
         chosen = _first_fit(order, tok, r.fact_emb, cap, self.duplicate_cosine)
         if chosen:
             text = " ".join(r.fact_texts[i] for i in chosen)

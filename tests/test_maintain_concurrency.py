@@ -78,3 +78,28 @@ def test_three_processes(tmp_path):
         assert all(f"concurrent fact {i}: the user visited place {i * 31 % 97} on day {i}" in texts for i in range(200))
         from setree.build import check_tree
         check_tree(kb.tree())
+
+def test_one_object_many_threads(tmp_path):
+    "The server's pattern: one KnowledgeBase, a writer thread running passes, reader threads, inserts from the main thread."
+    import threading
+    pytest.importorskip("setree.maintain")
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    errors, stop = [], threading.Event()
+    with KnowledgeBase(tmp_path / "kb.db", embedder=get_embedder("hashing")) as kb:
+        kb.insert([f"start fact {i}: the user owns item {i}" for i in range(20)]); kb.maintain()
+        def loop(fn):
+            while not stop.is_set():
+                try: fn()
+                except Exception as e: errors.append(repr(e))
+        threads = [threading.Thread(target=loop, args=(f,)) for f in
+                   (lambda: (kb.maintain(), time.sleep(0.05)), lambda: kb.retrieve("which item", budget=150), lambda: kb.stats())]
+        for t in threads: t.start()
+        for i in range(60): kb.insert(f"thread fact {i}: the user met friend {i} at cafe {i % 7}")
+        stop.set()
+        for t in threads: t.join(timeout=60)
+        kb.maintain()
+        assert errors == [], errors[:3]
+        st = kb.stats()
+        assert st["facts"] == 80 and st["pending"] == 0
+        assert {f"thread fact {i}: the user met friend {i} at cafe {i % 7}" for i in range(60)} <= {f.text for f in kb.tree().facts}

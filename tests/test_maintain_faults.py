@@ -34,3 +34,25 @@ def test_check_store_detects_a_lost_insert(tmp_path):
         applied = kb.stats()["applied_seq"]
     with pytest.raises(AssertionError, match="lost|missing"):
         harness().check_store(db, {"fault fact 0: never inserted": ack.seq}, [], applied)
+
+def test_failed_pass_keeps_tree_and_queue(tmp_path):
+    "A summarizer that fails mid-pass: the pass reports the error, the last tree and the queue stay, the next pass completes."
+    pytest.importorskip("setree.maintain")
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    from setree.summarize import ExtractiveSummarizer
+    class Down(ExtractiveSummarizer):
+        def summarize_many(self, reqs): raise RuntimeError("summarizer endpoint down")
+    H, db = get_embedder("hashing"), tmp_path / "kb.db"
+    facts = [f"the user keeps note {i} about topic {i % 4}" for i in range(24)]
+    with KnowledgeBase(db, embedder=H) as kb:
+        kb.insert(facts); kb.maintain(); before = kb.tree()
+    with KnowledgeBase(db, embedder=H, summarizer=Down()) as kb:
+        kb.insert(["the user repairs bikes on sundays", "the user plays chess online"]); rep = kb.maintain()
+        st = kb.stats()
+        assert "summarizer endpoint down" in (rep["error"] or "") and st["last_pass"]["error"] == rep["error"]
+        assert st["pending"] == 1 and st["facts"] == 24 and st["integrity"] == "ok"
+        assert [f.text for f in kb.tree().facts] == [f.text for f in before.facts] and kb.tree().texts == before.texts
+    with KnowledgeBase(db, embedder=H) as kb:
+        rep = kb.maintain()
+        assert rep["error"] is None and rep["inserted"] == 2 and kb.stats()["pending"] == 0 and kb.stats()["facts"] == 26
