@@ -241,15 +241,16 @@ def plan_mutations(base:Tree, # the committed tree
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
     return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c)
 
-# %% ../nbs/07b_maintain.ipynb #febd4ea4
+# %% ../nbs/07b_maintain.ipynb #7ba38778
 class _CachedEmbedder:
     "An embedder that reuses the vectors of texts the committed tree already holds, and counts what it embeds."
-    def __init__(self, inner, tree:Tree):
+    def __init__(self, inner, tree:Tree, facts:bool=True): # facts=False: reuse only the summaries' vectors (an incremental pass has the facts')
         self.inner, self.dim, self.identity, self.embedded = inner, inner.dim, inner.identity, 0
         self.known = {}
         if tree.n_nodes and tree.embedder_id == inner.identity:
             tr = tree.truncated if tree.truncated is not None else np.zeros(tree.n_facts, bool)
-            self.known = {t: (v, bool(tr[i]) if i < tree.n_facts else False) for i, (t, v) in enumerate(zip(tree.texts, tree.emb))}
+            lo = 0 if facts else tree.n_facts
+            self.known = {tree.texts[i]: (tree.emb[i], bool(tr[i]) if i < tree.n_facts else False) for i in range(lo, tree.n_nodes)}
     def embed_with_flags(self, texts:list):
         miss = list(dict.fromkeys(t for t in texts if t not in self.known))
         if miss:
@@ -306,7 +307,7 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
-# %% ../nbs/07b_maintain.ipynb #6b3453cd
+# %% ../nbs/07b_maintain.ipynb #d15894b0
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -345,9 +346,10 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     summ = _CountingSummarizer(self._summarizer or ExtractiveSummarizer())
     if not (plan.counts["inserted"] or plan.counts["forgotten"] or plan.counts["updated"] or plan.full):
         return base, dict(_dirty=np.zeros(base.n_nodes, bool), _dirty_facts=np.zeros(base.n_facts, bool))
-    emb = _CachedEmbedder(self.embedder(), base)
+    grow = can_grow(base, plan, self.embedder(), config)
+    emb = _CachedEmbedder(self.embedder(), base, facts=not grow)
     next_key = int(self._w._txn(lambda con: _meta(con).get("next_key", "0"), write=False))
-    if can_grow(base, plan, emb, config):
+    if grow:
         tree, needs, dirty = incremental_pass(base, plan, emb, summ, config, next_key)
         return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()),
                           fallbacks=summ.fallbacks, _dirty=dirty, _dirty_facts=plan.changed)
