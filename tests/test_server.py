@@ -1,0 +1,404 @@
+"""The MCP server end to end, as a client runs it: `python -m setree.server` as a child process, driven through the SDK's own
+stdio client (`ClientSession` + `stdio_client`) and with raw JSON-RPC lines; cases C-12, C-15, C-16, C-18, C-20, C-22, C-25."""
+import json, os, subprocess, sys, time
+from contextlib import asynccontextmanager
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the MCP server tests need the SDK: pip install 'setree[mcp]'")
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+
+FACTS = ["the user writes C++20", "the user prefers dark mode", "the user lives near a lake", "the user grows tomatoes",
+         "the user has a cat named Miso", "the user builds with CMake"]
+SERVE = [sys.executable, "-m", "setree.server"]
+
+def serve_args(db, *extra, embedder="hashing", quiet_ms=100):
+    return ["--db", str(db), *(["--embedder", embedder] if embedder else []), "--quiet-ms", str(quiet_ms), "--poll-ms", "300", *map(str, extra)]
+
+@asynccontextmanager
+async def session(db, *extra, env=None, errlog=None, **kw):
+    "An initialized SDK client session with a fresh `python -m setree.server` on `db`."
+    p = StdioServerParameters(command=sys.executable, args=["-m", "setree.server", *serve_args(db, *extra, **kw)],
+                              env={**os.environ, **(env or {})})
+    with open(os.devnull, "w") if errlog is None else open(errlog, "w", encoding="utf-8") as err:
+        async with stdio_client(p, errlog=err) as (r, w):
+            async with ClientSession(r, w) as s:
+                await s.initialize()
+                yield s
+
+def run(fn): return anyio.run(fn)
+
+async def call(s, tool, **args):
+    "Call a tool; return its structured content (the JSON-RPC error is raised as MCPError)."
+    res = await s.call_tool(tool, args)
+    assert not res.is_error, res.content[0].text
+    return res.structured_content
+
+async def refused(s, tool, **args)->str:
+    "Call a tool that must be refused with invalid params (-32602); return the message."
+    with pytest.raises(MCPError) as e: await s.call_tool(tool, args)
+    assert e.value.code == -32602, (e.value.code, e.value.message)
+    return e.value.message
+
+async def visible(s, seq, timeout=120):
+    "Wait until the change acknowledged with `seq` is applied; return the stats."
+    t0 = time.monotonic()
+    while True:
+        st = await call(s, "stats")
+        if st["applied_seq"] is not None and st["applied_seq"] >= seq: return await call(s, "stats")   # a fresh look after the commit
+        assert time.monotonic() - t0 < timeout, f"seq {seq} not applied after {timeout} s: {st}"
+        await anyio.sleep(0.05)
+
+def texts(cover): return [i["text"] for i in cover["items"]]
+
+# -- the whole tool set through the SDK client -----------------------------------------------------------------------
+
+def test_session_through_the_sdk_client(tmp_path):
+    db = tmp_path / "kb.db"
+    async def go():
+        async with session(db) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert sorted(tools) == ["build", "forget", "insert", "maintain", "reset", "retrieve", "stats", "update"]
+            assert all(t.description and t.input_schema["type"] == "object" for t in tools.values())
+            empty = await call(s, "retrieve", prompt="anything", budget=200)                      # C-01 through MCP
+            assert empty["status"] == "empty" and empty["items"] == []
+            ack = await call(s, "build", facts=FACTS)
+            assert ack["op"] == "build" and len(ack["ids"]) == len(FACTS) and ack["seq"] >= 1
+            st = await visible(s, ack["seq"])
+            assert st["facts"] == len(FACTS) and st["pending"] == 0 and st["integrity"] == "ok"
+            assert "replace" in await refused(s, "build", facts=["x y z"])                  # the KB holds facts: refused
+            full = await call(s, "retrieve", prompt="what editor theme", budget=10**6)
+            assert full["status"] == "ok" and sorted(texts(full)) == sorted(FACTS)
+            ack = await call(s, "insert", facts=["the user drinks green tea", {"text": "the user plays chess", "meta": {"src": "t"}}])
+            assert ack["op"] == "insert" and len(ack["ids"]) == 2
+            await visible(s, ack["seq"])
+            assert "the user plays chess" in texts(await call(s, "retrieve", prompt="chess", budget=10**6))
+            gone = (await call(s, "retrieve", prompt="cat", budget=10**6))["items"]
+            cat = next(i["fact_ids"][0] for i in gone if i["text"] == "the user has a cat named Miso")
+            ack = await call(s, "forget", ids=cat)
+            st = await visible(s, ack["seq"])
+            assert st["facts"] == len(FACTS) + 1
+            r = await call(s, "retrieve", prompt="cat", budget=10**6)
+            assert all("Miso" not in t for t in texts(r)) and "Miso" not in r["rendered"]
+            cpp = next(i["fact_ids"][0] for i in r["items"] if i["text"] == "the user writes C++20")
+            ack = await call(s, "update", id=cpp, text="the user moved to C++23")
+            await visible(s, ack["seq"])
+            r = await call(s, "retrieve", prompt="C++", budget=10**6)
+            assert "the user moved to C++23" in texts(r) and "C++20" not in r["rendered"]
+            assert "confirm" in await refused(s, "reset", confirm=False)
+            assert "confirm" in await refused(s, "reset")
+            ack = await call(s, "reset", confirm=True)
+            st = await visible(s, ack["seq"])
+            assert st["facts"] == 0 and st["nodes"] == 0
+            assert (await call(s, "retrieve", prompt="anything"))["status"] == "empty"
+            m = await call(s, "maintain", wait_seconds=10)
+            assert m["done"] and m["pending"] == 0
+    run(go)
+
+def test_bad_arguments_and_huge_budgets(tmp_path):                                   # C-15, C-16, C-09
+    from setree.cover import check_budget
+    db = tmp_path / "kb.db"
+    def lib_message(b):
+        try: check_budget(b)
+        except (TypeError, ValueError) as e: return str(e)
+    async def go():
+        async with session(db) as s:
+            await visible(s, (await call(s, "build", facts=FACTS[:3]))["seq"])
+            for b in [0, -5, 12.5, "300", True, None, 1e308]:
+                assert await refused(s, "retrieve", prompt="x", budget=b) == lib_message(b)
+            assert "prompt is blank" in await refused(s, "retrieve", prompt="   ")
+            assert "prompt must be a string" in await refused(s, "retrieve", prompt=3)
+            for bad in (["ok", ""], ["   "], ["\t\n"], ["\u200b"], ["\u0000"]):
+                assert "blank fact" in await refused(s, "insert", facts=bad)
+            assert "expected a string" in await refused(s, "insert", facts=[3])
+            assert "facts must be a text" in await refused(s, "insert", facts=3)
+            assert "unknown argument(s) ['budgets']" in await refused(s, "retrieve", prompt="x", budgets=3)
+            assert "unknown tool" in await refused(s, "remember", facts=["x"])
+            assert "replace must be true or false" in await refused(s, "build", facts=["a"], replace="yes")
+            assert "unknown" in (await refused(s, "forget", ids=["nope"])).lower()
+            st = await call(s, "stats")
+            assert st["facts"] == 3 and st["pending"] == 0                              # nothing was queued by a refusal
+            for huge in (10**9, 2**63, 10**30):
+                c = await call(s, "retrieve", prompt="x", budget=huge)
+                assert c["status"] == "ok" and sorted(texts(c)) == sorted(FACTS[:3]) and c["budget"] == huge
+                assert [i["kind"] for i in c["items"]] == ["fact"] * 3
+            tiny = await call(s, "retrieve", prompt="dark mode", budget=1)                # C-13
+            assert tiny["status"] == "budget_too_small" and tiny["min_budget"] > 1 and tiny["items"] == []
+    run(go)
+
+# -- raw JSON-RPC lines on stdin: every stdout line is a protocol message -------------------------------------------
+
+def rpc(i, method, params=None):
+    return json.dumps({"jsonrpc": "2.0", "id": i, "method": method, **({"params": params} if params is not None else {})}, ensure_ascii=False)
+
+def tool(i, name, args): return rpc(i, "tools/call", {"name": name, "arguments": args})
+
+INIT = [rpc(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+C12 = ["the user's cat is named 小虎 → likes ★ toys ×3", "пользователь любит чай", "المستخدم يحب القهوة", "cafe\u0301 naïve ﬁle", "🍣🍣🍣"]
+
+class Raw:
+    "A server child process spoken to in raw JSON-RPC lines; every stdout line is checked to be one JSON-RPC message."
+    def __init__(self, db, *extra, env=None, **kw):
+        self.p = subprocess.Popen(SERVE + serve_args(db, *extra, **kw), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+        self.raw_lines = []
+    def send(self, line:str|bytes):
+        self.p.stdin.write(line if isinstance(line, bytes) else line.encode("utf-8")); self.p.stdin.write(b"\n"); self.p.stdin.flush()
+    def recv(self, want_id, timeout=120):
+        "Read lines until the response with `want_id` (every line read must be JSON-RPC)."
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            b = self.p.stdout.readline()
+            assert b, f"server closed stdout; stderr: {self.p.stderr.read().decode(errors='replace')[-2000:]}"
+            self.raw_lines.append(b)
+            assert b[:1] == b"{", b[:200]                                             # C-20: first byte is '{'
+            msg = json.loads(b.decode("utf-8"))
+            assert msg.get("jsonrpc") == "2.0", msg
+            if msg.get("id") == want_id: return msg
+        raise AssertionError(f"no response {want_id}")
+    def ask(self, i, line):
+        self.send(line); return self.recv(i)
+    def close(self):
+        self.p.stdin.close()
+        rest = self.p.stdout.read()
+        self.p.wait(timeout=30)
+        for b in rest.splitlines():
+            assert b[:1] == b"{" and json.loads(b)["jsonrpc"] == "2.0", b[:200]
+        return self.p.returncode, self.p.stderr.read().decode("utf-8", "replace")
+
+def wait_applied(r, seq, start_id):
+    i = start_id
+    while True:
+        st = r.ask(i, tool(i, "stats", {}))["result"]["structuredContent"]
+        if st["applied_seq"] is not None and st["applied_seq"] >= seq:
+            return r.ask(i + 1, tool(i + 1, "stats", {}))["result"]["structuredContent"], i + 2   # a fresh look after the commit
+        i += 1; time.sleep(0.05)
+
+@pytest.mark.parametrize("lang", ["C", "C.UTF-8"])
+def test_raw_jsonrpc_non_ascii_and_refusals(tmp_path, lang):                         # C-12, C-15 (NaN), C-20
+    env = {"LANG": lang, "LC_ALL": lang, "PYTHONIOENCODING": ""}
+    r = Raw(tmp_path / "kb.db", "--log-level", "debug", env=env)
+    for line in INIT[:1]: assert "result" in r.ask(0, line)
+    r.send(INIT[1])
+    tools = r.ask(1, rpc(1, "tools/list"))["result"]["tools"]
+    assert {t["name"] for t in tools} >= {"retrieve", "insert", "stats"}
+    ack = r.ask(2, tool(2, "insert", {"facts": C12}))["result"]["structuredContent"]
+    # lone surrogates: as a JSON escape (ensure_ascii keeps it an escape) and as raw bytes that are not UTF-8
+    bad = r.ask(3, json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "insert", "arguments": {"facts": ["ok", "\ud83d"]}}}))
+    assert bad["error"]["code"] == -32602 and "lone surrogate" in bad["error"]["message"], bad
+    bad = r.ask(4, b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"insert","arguments":{"facts":["caf\xe9"]}}}')
+    assert bad["error"]["code"] == -32602 and "not valid Unicode" in bad["error"]["message"], bad
+    nan = r.ask(5, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":"x","budget":NaN}}}')
+    assert nan["error"]["code"] == -32602 and "nan" in nan["error"]["message"], nan
+    st, i = wait_applied(r, ack["seq"], 6)
+    assert st["facts"] == len(C12)
+    res = r.ask(i, tool(i, "retrieve", {"prompt": "cat toys", "budget": 100000}))["result"]
+    for f in C12:
+        assert f in res["content"][0]["text"] and f in [it["text"] for it in res["structuredContent"]["items"]]
+    line = r.raw_lines[-1]
+    for f in C12: assert f.encode("utf-8") in line                                    # verbatim on the wire: no \u escapes
+    code, err = r.close()
+    assert code == 0, err
+    assert "serving MCP on stdio" in err and "Traceback" not in err
+
+def test_real_minilm_end_to_end(tmp_path):                                           # C-20 with the model loading, real embedder
+    r = Raw(tmp_path / "kb.db", "--log-level", "info", embedder=None, env={"LANG": "C", "LC_ALL": "C"})
+    r.ask(0, INIT[0]); r.send(INIT[1])
+    ack = r.ask(1, tool(1, "build", {"facts": FACTS}))["result"]["structuredContent"]
+    st, i = wait_applied(r, ack["seq"], 2)
+    assert "MiniLM" in st["embedder_id"] and st["facts"] == len(FACTS)
+    res = r.ask(i, tool(i, "retrieve", {"prompt": "which programming language standard", "budget": 60}))["result"]["structuredContent"]
+    assert res["status"] == "ok" and "the user writes C++20" in res["rendered"]
+    code, err = r.close()
+    assert code == 0, err
+
+# -- the store is fixed at start (C-25) -----------------------------------------------------------------------------
+
+def test_store_fixed_at_start_and_canonical(tmp_path):
+    data = tmp_path / "data"; data.mkdir(); (tmp_path / "outside").mkdir()
+    link = data / "link"; link.symlink_to(tmp_path / "outside")
+    given = data / "sub" / ".." / "link" / "kb.db"
+    (data / "sub").mkdir()
+    errlog = tmp_path / "stderr.txt"
+    async def go():
+        async with session(given, errlog=errlog) as s:
+            tools = (await s.list_tools()).tools
+            names = {k for t in tools for k in t.input_schema["properties"]}
+            assert not names & {"path", "db", "store", "file", "database", "name", "kb"}
+            assert all(t.input_schema.get("additionalProperties") is False for t in tools)
+            for evil in ["../../escape.db", "..%2F..%2Fescape.db", "x\x00y.db", str(tmp_path / "abs.db"), str(link / "e.db")]:
+                for t, a in [("retrieve", {"prompt": "x", "db": evil}), ("stats", {"path": evil}), ("insert", {"facts": ["a"], "store": evil})]:
+                    assert "unknown argument" in await refused(s, t, **a)
+            st = await call(s, "stats")
+            assert st["path"] == str((tmp_path / "outside" / "kb.db").resolve())
+    run(go)
+    assert not list(tmp_path.rglob("escape.db")) and not (tmp_path / "abs.db").exists()
+    assert str((tmp_path / "outside" / "kb.db").resolve()) in errlog.read_text(encoding="utf-8")
+    for db in [str(tmp_path / "nope" / "kb.db"), "a\x00b.db"]:       # a missing directory; a NUL byte (only in-process: argv cannot hold one)
+        code = f"import sys; from setree.server import main; sys.exit(main(['--db', {db!r}, '--embedder', 'hashing']))"
+        p = subprocess.run([sys.executable, "-c", code], input=b"", capture_output=True, timeout=120)
+        assert p.returncode == 2 and b"setree serve: error:" in p.stderr and b"Traceback" not in p.stderr, p.stderr
+
+# -- reads never wait for a pass; a hanging or failing summarizer (C-18) ---------------------------------------------
+
+def stub_server():
+    try: from tests.stub_chat import StubChatServer  # noqa: F401  (where it may move)
+    except ImportError:
+        try: from setree.summarize import StubChatServer
+        except ImportError: from setree.chat import StubChatServer
+    return StubChatServer
+
+MANY = [f"the user {v} {o}" for v in ("likes", "owns", "fixed", "sold", "painted", "lost")
+        for o in ("a red bike", "an old piano", "the garden fence", "a blue kayak", "two cats", "a tent", "the roof", "a laptop")]
+
+@pytest.mark.parametrize("mode", ["hang", "rate_limit", "error", "refused"])
+def test_summarizer_endpoint_failures_do_not_stall_reads(tmp_path, mode):
+    Stub = stub_server()
+    from setree.summarize import refused_url
+    db = tmp_path / "kb.db"
+    stub = Stub("ok" if mode == "refused" else mode)
+    url = refused_url() if mode == "refused" else stub.url
+    extra = ["--summarizer", "chat", "--llm-base-url", url, "--llm-model", "stub", "--llm-timeout", "2"]
+    async def go():
+        async with session(db, *extra) as s:
+            ack = await call(s, "build", facts=MANY)
+            slowest, t_end, reads_during_pass = 0.0, time.monotonic() + 240, 0
+            while True:
+                t0 = time.monotonic()
+                st = await call(s, "stats")
+                await call(s, "retrieve", prompt="bike", budget=200)
+                slowest = max(slowest, time.monotonic() - t0)
+                reads_during_pass += st["writer"]["pass_running"]
+                if st["applied_seq"] is not None and st["applied_seq"] >= ack["seq"]: break
+                if st["last_pass"] and st["last_pass"].get("error"): break
+                assert time.monotonic() < t_end, st
+                await anyio.sleep(0.2)
+            assert slowest < 5.0, slowest                                            # reads never waited for the pass
+            lp = st["last_pass"]
+            if mode == "hang": assert reads_during_pass >= 3 and lp["seconds"] > 2 * slowest, (reads_during_pass, lp, slowest)
+            if lp.get("error") is None:
+                assert st["facts"] == len(MANY)
+                if mode == "rate_limit": assert lp["fallbacks"] == 0 and lp["summarizer_calls"] > 0
+                else: assert lp["fallbacks"] > 0, lp                                 # said so in stats
+            else: assert st["writer"]["last_error"] and st["pending"] > 0
+    try: run(go)
+    finally: stub.close()
+
+def test_reads_answer_while_a_pass_runs(tmp_path):
+    "Many concurrent retrieve/stats calls while passes run: no errors, each answers from a committed tree."
+    db = tmp_path / "kb.db"
+    async def go():
+        async with session(db, quiet_ms=0) as s:
+            await visible(s, (await call(s, "build", facts=MANY))["seq"])
+            errors, n = [], [0]
+            async def reader():
+                for _ in range(15):
+                    try:
+                        c = await call(s, "retrieve", prompt="kayak", budget=120)
+                        assert c["status"] == "ok"; n[0] += 1
+                    except Exception as e: errors.append(e)
+            async with anyio.create_task_group() as tg:
+                for _ in range(4): tg.start_soon(reader)
+                for k in range(10):
+                    await call(s, "insert", facts=[f"the user visited city number {k}"])
+                    await anyio.sleep(0.05)
+            assert not errors and n[0] == 60
+            last = await call(s, "maintain", wait_seconds=60)
+            assert last["done"] and last["pending"] == 0
+            assert (await call(s, "stats"))["facts"] == len(MANY) + 10
+    run(go)
+
+# -- another process writes to the same store (C-22) -----------------------------------------------------------------
+
+WRITER = """
+import sys, time
+from setree.maintain import KnowledgeBase
+from setree.embed import get_embedder
+from setree.store import StoreBusy
+db, n = sys.argv[1], int(sys.argv[2])
+with KnowledgeBase(db, embedder=get_embedder("hashing")) as kb:
+    for i in range(n):
+        while True:
+            try: kb.insert(f"fact number {i} written by another process"); break
+            except StoreBusy: time.sleep(0.05)
+print("ok", flush=True)
+"""
+MAINTAINER = """
+import sys, time
+from setree.maintain import KnowledgeBase
+from setree.embed import get_embedder
+with KnowledgeBase(sys.argv[1], embedder=get_embedder("hashing")) as kb:
+    for _ in range(int(sys.argv[2])): kb.maintain(); time.sleep(2)
+print("ok", flush=True)
+"""
+
+def test_another_process_writes_the_same_store(tmp_path):
+    db = tmp_path / "kb.db"
+    async def go():
+        async with session(db) as s:
+            await visible(s, (await call(s, "build", facts=FACTS))["seq"])
+            w = subprocess.Popen([sys.executable, "-c", WRITER, str(db), "200"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            m = subprocess.Popen([sys.executable, "-c", MAINTAINER, str(db), "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            calls = 0
+            while w.poll() is None or calls < 50:
+                c = await call(s, "retrieve", prompt="fact number", budget=300)
+                assert c["status"] in ("ok", "empty"); calls += 1
+            out, err = w.communicate(timeout=300)
+            assert w.returncode == 0 and out.strip() == "ok", err
+            out, err = m.communicate(timeout=300)
+            assert m.returncode == 0 and "locked" not in err, err
+            t0 = time.monotonic()
+            while True:                                   # the server's writer applies what the other process queued
+                st = await call(s, "stats")
+                if st["facts"] == len(FACTS) + 200 and st["pending"] == 0: break
+                assert time.monotonic() - t0 < 180, st
+                await anyio.sleep(0.2)
+            c = await call(s, "retrieve", prompt="fact number 199 written by another process", budget=10**6)
+            assert "fact number 199 written by another process" in texts(c)
+    run(go)
+
+def test_setree_serve_through_the_cli(tmp_path):
+    "`setree serve` (the CLI's subcommand) starts the same server."
+    db = tmp_path / "kb.db"
+    code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
+    p = StdioServerParameters(command=sys.executable, args=["-c", code, "serve", *serve_args(db)], env=dict(os.environ))
+    async def go():
+        with open(os.devnull, "w") as err:
+            async with stdio_client(p, errlog=err) as (r, w), ClientSession(r, w) as s:
+                await s.initialize()
+                ack = await call(s, "insert", facts="the user writes C++20")
+                st = await visible(s, ack["seq"])
+                assert st["facts"] == 1 and st["path"] == str(db.resolve())
+    run(go)
+
+def test_a_dead_pass_worker_is_replaced(tmp_path):
+    "The pass worker process killed: the pass is reported as failed, nothing queued is lost, a new worker applies it."
+    import signal
+    db = tmp_path / "kb.db"
+    async def go():
+        async with session(db) as s:
+            await visible(s, (await call(s, "build", facts=FACTS))["seq"])
+            st = await call(s, "stats")
+            assert st["writer"]["passes_in"] == "process" and st["writer"]["worker_pid"]
+            old = st["writer"]["worker_pid"]
+            os.kill(old, signal.SIGKILL)
+            ack = await call(s, "insert", facts=["the user learned to juggle"])
+            st = await visible(s, ack["seq"])
+            assert st["facts"] == len(FACTS) + 1 and st["writer"]["worker_pid"] not in (None, old)
+            assert "the user learned to juggle" in texts(await call(s, "retrieve", prompt="juggle", budget=10**6))
+    run(go)
+
+def test_all_fact_ids(tmp_path):
+    db = tmp_path / "kb.db"
+    many = [f"the user owns item number {i}" for i in range(60)]
+    async def go():
+        async with session(db) as s:
+            await visible(s, (await call(s, "build", facts=many))["seq"])
+            least = (await call(s, "retrieve", prompt="item", budget=1))["min_budget"]      # the root alone
+            root = (await call(s, "retrieve", prompt="item", budget=least))["items"][0]
+            assert root["kind"] == "summary" and root["n_facts"] == 60 and len(root["fact_ids"]) == 20 and not root["fact_ids_complete"]
+            full = (await call(s, "retrieve", prompt="item", budget=least, all_fact_ids=True))["items"][0]
+            assert len(full["fact_ids"]) == 60 and full["fact_ids_complete"] and full["fact_ids"][:20] == root["fact_ids"]
+    run(go)
