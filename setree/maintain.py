@@ -266,9 +266,9 @@ class _CountingSummarizer:
     def __init__(self, inner):
         self.inner, self.calls, self.fallbacks = inner, 0, 0
         self.name, self.window_tokens = getattr(inner, "name", ""), getattr(inner, "window_tokens", None)
-    def summarize_many(self, reqs):
-        out = self.inner.summarize_many(reqs); self.calls += len(reqs)
-        self.fallbacks += sum(s.summarizer == "extractive-fallback" for s in out)
+    def summarize_many(self, reqs, **kw): # kw: the chat summarizer's extras (embedder, until, on_done), passed through
+        out = self.inner.summarize_many(reqs, **kw); self.calls += len(reqs)
+        self.fallbacks += sum(s.summarizer.startswith("extractive-fallback") for s in out)
         return out
 
 def _report(applied:int, started:float, plan=None)->dict:
@@ -280,7 +280,7 @@ def _report(applied:int, started:float, plan=None)->dict:
 def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config)->Tree:
     "The tree of `plan.facts` built from scratch (vectors of texts the base already holds are reused); fresh row keys."
     from setree.build import build_tree
-    tree = build_tree(plan.facts, embedder=_CachedEmbedder(embedder, base), summarizer=summarizer, config=config, progress=False)
+    tree = build_tree(plan.facts, embedder=_CachedEmbedder(embedder, base), summarizer=summarizer, config=config, progress=None)
     return tree
 
 # %% ../nbs/07b_maintain.ipynb #0fb2f5a7
