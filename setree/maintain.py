@@ -286,7 +286,8 @@ def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config)->Tree:
 # %% ../nbs/07b_maintain.ipynb #0fb2f5a7
 @patch
 def _pass_lock(self:KnowledgeBase):
-    "Serialize passes: a thread lock, then an exclusive `flock` on the store file (other processes), each waited for up to `timeout_s`."
+    """Serialize passes: a thread lock, then an exclusive `flock` on the lock file `<store>-lock` (other processes), each waited for up to
+    `timeout_s`. Not on the store file itself: closing a descriptor of a database file drops this process's SQLite locks on it."""
     kb = self
     class _Lock:
         def __enter__(self):
@@ -294,7 +295,7 @@ def _pass_lock(self:KnowledgeBase):
             if not kb._pass_thread_lock.acquire(timeout=kb.timeout_s):
                 raise StoreBusy(f"store {kb.path}: another maintenance pass is running (waited {kb.timeout_s} s); retry")
             try:
-                if kb._lockfd is None: kb._lockfd = os.open(kb.path, os.O_RDONLY)
+                if kb._lockfd is None: kb._lockfd = os.open(f"{kb.path}-lock", os.O_RDWR | os.O_CREAT, 0o644)
                 while True:
                     try: fcntl.flock(kb._lockfd, fcntl.LOCK_EX | fcntl.LOCK_NB); return self
                     except BlockingIOError:

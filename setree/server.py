@@ -252,7 +252,7 @@ def _pass_worker(conn, path:str, spec:dict):
     from setree.maintain import KnowledgeBase
     summ = None
     if spec.get("summarizer") is not None:
-        from setree.summarize import ChatSummarizer
+        from setree.chat import ChatSummarizer
         summ = ChatSummarizer(**spec["summarizer"])
     emb = get_embedder(spec["embedder"][0], **spec["embedder"][1])
     cfg = Config.from_dict(spec["config"]) if spec.get("config") is not None else None
@@ -596,11 +596,11 @@ def open_app(args)->MemoryServer:
     cfg = load_config(args.config)
     summ_kw = None
     if args.summarizer == "chat":
-        from setree.summarize import ChatSummarizer
+        from setree.chat import ChatSummarizer
         summ_kw, t = dict(base_url=args.llm_base_url, model=args.llm_model), args.llm_timeout
         if t is not None:
             if not t > 0: raise UsageError(f"--llm-timeout must be > 0 seconds, got {t}")
-            summ_kw.update(connect_timeout=min(5.0, t), read_timeout=t, deadline=t)
+            summ_kw.update(connect_timeout=min(5.0, t), read_timeout=t, deadline=t, timeout=t)
         try: ChatSummarizer(**summ_kw).close()     # refuse a missing URL or model now, not in the first pass
         except ValueError as e: raise UsageError(str(e)) from None
     spec = embedder_spec(args.embedder, path)
@@ -608,7 +608,7 @@ def open_app(args)->MemoryServer:
     emb.embed_query("warm up")        # load the model now, not in the first request
     summarizer = None
     if summ_kw is not None and args.passes == "thread":
-        from setree.summarize import ChatSummarizer
+        from setree.chat import ChatSummarizer
         summarizer = ChatSummarizer(**summ_kw)
     try: kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
     except StoreError as e: raise UsageError(str(e)) from None

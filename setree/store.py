@@ -245,9 +245,9 @@ class Store:
         else:
             if not os.access(p, os.R_OK): raise StoreError(f"store file {p} is not readable (permission denied)")
             if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable; open it with readonly=True")
-            with open(p, "rb") as fh: head = fh.read(16)
-            if head and head != b"SQLite format 3\x00": raise StoreError(f"{p} is not a setree store: not an SQLite database file")
-            if not head and (readonly or not create): raise StoreError(f"{p} is not a setree store: an empty file")
+            # The file is not opened here to read its header: closing any descriptor of a database file drops the POSIX locks
+            # that this process's other SQLite connections hold on it, and two writers then corrupt it. SQLite refuses a foreign file itself.
+            if not p.stat().st_size and (readonly or not create): raise StoreError(f"{p} is not a setree store: an empty file")
         try:
             self._con = sqlite3.connect(p.as_uri() + ("?mode=ro" if readonly else "?mode=rwc"), uri=True, timeout=self.timeout_s,
                                         isolation_level=None, check_same_thread=False)
@@ -258,6 +258,7 @@ class Store:
             self.close()
             if isinstance(e, sqlite3.DatabaseError):
                 if _busy(e): raise StoreBusy(f"store {p} is locked by another connection (waited {self.timeout_s} s); retry") from e
+                if "file is not a database" in str(e): raise StoreError(f"{p} is not a setree store: not an SQLite database file") from e
                 raise StoreError(f"{p} is not a usable setree store: {e}") from e
             raise
         if embedder_id is not None: self.check_embedder(embedder_id)

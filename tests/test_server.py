@@ -243,20 +243,12 @@ def test_store_fixed_at_start_and_canonical(tmp_path):
 
 # -- reads never wait for a pass; a hanging or failing summarizer (C-18) ---------------------------------------------
 
-def stub_server():
-    try: from tests.stub_chat import StubChatServer  # noqa: F401  (where it may move)
-    except ImportError:
-        try: from setree.summarize import StubChatServer
-        except ImportError: from setree.chat import StubChatServer
-    return StubChatServer
-
 MANY = [f"the user {v} {o}" for v in ("likes", "owns", "fixed", "sold", "painted", "lost")
         for o in ("a red bike", "an old piano", "the garden fence", "a blue kayak", "two cats", "a tent", "the roof", "a laptop")]
 
 @pytest.mark.parametrize("mode", ["hang", "rate_limit", "error", "refused"])
 def test_summarizer_endpoint_failures_do_not_stall_reads(tmp_path, mode):
-    Stub = stub_server()
-    from setree.summarize import refused_url
+    from stubchat import StubChatServer as Stub, refused_url   # tests/stubchat.py
     db = tmp_path / "kb.db"
     stub = Stub("ok" if mode == "refused" else mode)
     url = refused_url() if mode == "refused" else stub.url
@@ -280,7 +272,9 @@ def test_summarizer_endpoint_failures_do_not_stall_reads(tmp_path, mode):
             if mode == "hang": assert reads_during_pass >= 3 and lp["seconds"] > 2 * slowest, (reads_during_pass, lp, slowest)
             if lp.get("error") is None:
                 assert st["facts"] == len(MANY)
-                if mode == "rate_limit": assert lp["fallbacks"] == 0 and lp["summarizer_calls"] > 0
+                if mode == "rate_limit":                                             # the 429s were waited out: no endpoint failure
+                    assert lp["summarizer_calls"] > 0 and st["summarizers"].get("chat", 0) > 0, st["summarizers"]
+                    assert not any(k.endswith((":error", ":timeout")) for k in st["summarizers"]), st["summarizers"]
                 else: assert lp["fallbacks"] > 0, lp                                 # said so in stats
             else: assert st["writer"]["last_error"] and st["pending"] > 0
     try: run(go)
