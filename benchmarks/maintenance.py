@@ -448,9 +448,10 @@ def run_faults(db:Path, kills:int, seed:int=0, pass_s:float|None=None, log=print
 
 
 def cmd_faults(a):
+    m = machine()
     with tempfile.TemporaryDirectory() as d:
         res = run_faults(Path(d) / "kb.db", a.kills, a.seed)
-    res["machine"] = machine()
+    res["machine"] = {**m, "load_end": os.getloadavg()}
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     print(faults_summary(res))
     return 0
