@@ -587,7 +587,7 @@ def write_summary(bench_dir:Path):
     cost, quality, faults = merged_cost(bench_dir), load("maintenance_quality.json"), load("maintenance_faults.json")
     md = ["# Maintenance measurements", "", "Produced by `benchmarks/maintenance.py` (see the maintenance report notebook for the method)."]
     if cost:
-        md += ["", "## Cost", ""] + [f"Run: {m['cpus']} cores, affinity {m['affinity']}, Python {m['python']}, {m['utc']}, "
+        md += ["", "## Cost", ""] + [f"Run: setree {m.get('library', {}).get('setree_commit', '?')}, {m['cpus']} cores, affinity {m['affinity']}, Python {m['python']}, {m['utc']}, "
                f"load {[round(x, 2) for x in m['load_start']]} → {[round(x, 2) for x in m.get('load_end', [])]} (shared machine)."
                for m in cost["machines"]] + ["",
                build_table(cost), "", cost_table(cost), "", targets(cost)]
