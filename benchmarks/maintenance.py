@@ -448,9 +448,10 @@ def run_faults(db:Path, kills:int, seed:int=0, pass_s:float|None=None, log=print
 
 
 def cmd_faults(a):
+    m = machine()
     with tempfile.TemporaryDirectory() as d:
         res = run_faults(Path(d) / "kb.db", a.kills, a.seed)
-    res["machine"] = machine()
+    res["machine"] = {**m, "load_end": os.getloadavg()}
     Path(a.out).write_text(json.dumps(res, indent=1, default=str))
     print(faults_summary(res))
     return 0
@@ -482,17 +483,17 @@ def _n(x, d=1): return "–" if x is None or x != x else f"{x:,.{d}f}"
 
 def cost_table(cost:dict)->str:
     "Markdown table of a cost run: one row per size and operation (times in ms; CPU = the process's CPU time on its one core)."
-    head = ("| N | operation | trials | wall P50 | wall P95 | CPU P50 | CPU P95 | main-thread CPU P50 | summarizer calls/pass (mean) "
+    head = ("| N | summarizer | operation | trials | wall P50 | wall P95 | CPU P50 | CPU P95 | main-thread CPU P50 | summarizer calls/pass (mean) "
             "| of which for unchanged communities (max) | changed communities (mean) "
             "| rows changed (mean) | WAL KiB written (mean) | full-rebuild passes | rebuild / op (CPU P50) |")
-    lines = [head, "|---:|---|" + "---:|" * 13]
+    lines = [head, "|---:|---|---|" + "---:|" * 13]
     for n, r in cost["sizes"].items():
         rb = r["rebuild"]["cpu_s"]["p50"]
         for op in ("insert1", "insert100", "forget1", "rebuild"):
             o = r[op]
             ratio = rb / o["cpu_s"]["p50"] if op != "rebuild" and o["cpu_s"]["p50"] else float("nan")
             calls = o["stub_calls"]["mean"] if o["stub_calls"]["n"] else o["summarizer_calls_reported"]["mean"]
-            lines.append(f"| {int(n):,} | {op} | {o['seconds']['n']} | {_ms(o['seconds']['p50'])} | {_ms(o['seconds']['p95'])} "
+            lines.append(f"| {int(n):,} | {r.get('summarizer', 'chat')} | {op} | {o['seconds']['n']} | {_ms(o['seconds']['p50'])} | {_ms(o['seconds']['p95'])} "
                          f"| {_ms(o['cpu_s']['p50'])} | {_ms(o['cpu_s']['p95'])} | {_ms(o['thread_cpu_s']['p50'])} | {_n(calls)} "
                          f"| {_n(max((row.get('calls_unchanged_communities', float('nan')) for row in o['rows']), default=float('nan')), 0)} "
                          f"| {_n(o['changed_communities']['mean'])} "
@@ -502,12 +503,13 @@ def cost_table(cost:dict)->str:
 
 def build_table(cost:dict)->str:
     "Markdown table of the first full build per size, with the embedding time measured separately."
-    lines = ["| N | nodes | depth | build wall s | build CPU s | summarizer calls | rows written | WAL MiB written | store MiB "
+    lines = ["| N | summarizer | nodes | depth | build wall s | build CPU s | summarizer calls | rows written | WAL MiB written | store MiB "
              "| embed CPU s/1000 texts (measured) | embed CPU s for N (extrapolated) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n, r in cost["sizes"].items():
         b, e = r["build"], r["embed_sample"]
-        lines.append(f"| {int(n):,} | {b['stats']['nodes']:,} | {b['stats']['depth']} | {b['seconds']:.1f} | {b['cpu_s']:.1f} | {b['stub_calls']:,} "
+        calls = b["stub_calls"] if b.get("stub_calls") is not None else b["report"].get("summarizer_calls")
+        lines.append(f"| {int(n):,} | {r.get('summarizer', 'chat')} | {b['stats']['nodes']:,} | {b['stats']['depth']} | {b['seconds']:.1f} | {b['cpu_s']:.1f} | {_n(calls, 0)} "
                      f"| {_n(b['rows_changed'], 0)} | {b['wal_bytes'] / 2**20:.1f} | {b['stats']['size_bytes'] / 2**20:.1f} "
                      f"| {e['cpu_s'] / e['texts'] * 1000:.2f} | {e['extrapolated_cpu_s_for_n']:.1f} |")
     return "\n".join(lines)
@@ -531,22 +533,25 @@ def quality_table(q:dict, forget:bool=False)->str:
 
 
 def targets(cost:dict)->str:
-    "The targets at the largest size measured, each with its measured value (CPU time of the one core; wall time under the machine's load)."
-    n = max(cost["sizes"], key=int); r = cost["sizes"][n]
+    "The targets at every size measured, each with its measured value (CPU time of the one core; wall time under the machine's load)."
+    return "\n\n".join(_targets(n, r) for n, r in cost["sizes"].items())
+
+
+def _targets(n:str, r:dict)->str:
     c50, w50 = r["insert1"]["cpu_s"]["p50"], r["insert1"]["seconds"]["p50"]
     rb = r["rebuild"]["cpu_s"]["p50"]
     extra = [row["calls_unchanged_communities"] for row in r["insert1"]["rows"] if "calls_unchanged_communities" in row]
     kept = [row["unchanged_with_new_text"] for row in r["insert1"]["rows"] if "unchanged_with_new_text" in row]
     ok = lambda b: "met" if b else "NOT met"
     return "\n".join([
-        f"N = {int(n):,} facts (one core):",
+        f"N = {int(n):,} facts, {r.get('summarizer', 'chat')} summarizer (one core):",
         f"- single-fact insert + pass: CPU P50 {1000 * c50:.1f} ms, P95 {1000 * r['insert1']['cpu_s']['p95']:.1f} ms (target <= 100 ms: {ok(c50 <= 0.1)}); "
         f"main thread alone (no summarizer HTTP, no stub server) CPU P50 {1000 * r['insert1']['thread_cpu_s']['p50']:.1f} ms; "
         f"wall P50 {1000 * w50:.1f} ms, P95 {1000 * r['insert1']['seconds']['p95']:.1f} ms on the loaded machine",
         f"- full rebuild CPU {rb:.1f} s = {rb / c50:,.0f} x the single insert's CPU P50 (target >= 1000 x: {ok(rb / c50 >= 1000)}); "
         f"wall ratio {r['rebuild']['seconds']['p50'] / w50:,.0f} x",
-        f"- summarizer calls for communities whose fact set did not change, per single-insert pass: max {max(extra) if extra else 'n/a'}"
-        f" (target 0: {ok(bool(extra) and max(extra) <= 0)}); unchanged communities whose summary text changed: max {max(kept) if kept else 'n/a'}",
+        f"- summarizer calls for communities whose fact set did not change, per single-insert pass: max {max(extra) if extra else 'n/a (no stub to count requests)'}"
+        + (f" (target 0: {ok(max(extra) <= 0)})" if extra else "") + f"; unchanged communities whose summary text changed: max {max(kept) if kept else 'n/a'}",
         f"- passes that fell back to a full rebuild: {r['insert1']['full_rebuild_passes']} of {r['insert1']['seconds']['n']} single inserts, "
         f"{r['insert100']['full_rebuild_passes']} of {r['insert100']['seconds']['n']} 100-fact inserts, "
         f"{r['forget1']['full_rebuild_passes']} of {r['forget1']['seconds']['n']} forgets"])
@@ -582,7 +587,7 @@ def write_summary(bench_dir:Path):
     cost, quality, faults = merged_cost(bench_dir), load("maintenance_quality.json"), load("maintenance_faults.json")
     md = ["# Maintenance measurements", "", "Produced by `benchmarks/maintenance.py` (see the maintenance report notebook for the method)."]
     if cost:
-        md += ["", "## Cost", ""] + [f"Run: {m['cpus']} cores, affinity {m['affinity']}, Python {m['python']}, {m['utc']}, "
+        md += ["", "## Cost", ""] + [f"Run: setree {m.get('library', {}).get('setree_commit', '?')}, {m['cpus']} cores, affinity {m['affinity']}, Python {m['python']}, {m['utc']}, "
                f"load {[round(x, 2) for x in m['load_start']]} → {[round(x, 2) for x in m.get('load_end', [])]} (shared machine)."
                for m in cost["machines"]] + ["",
                build_table(cost), "", cost_table(cost), "", targets(cost)]

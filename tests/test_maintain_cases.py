@@ -137,8 +137,6 @@ def test_c08_cli_with_restart(tmp_path):
     p = run("forget", aid, "--db", db, "--embedder", "hashing")
     assert p.returncode != 0 and aid in p.stderr and "Traceback" not in p.stderr
 
-@pytest.mark.xfail(strict=True, reason="KnowledgeBase.close() closes the writer before the read-only reader, so the last "
-                   "connection is read-only, cannot checkpoint, and the -wal file with the forgotten text's old frames stays on disk")
 def test_c08_forgotten_text_leaves_the_files(tmp_path):
     "After forget + pass + close, the forgotten text is in neither the store file nor its write-ahead log."
     from pathlib import Path

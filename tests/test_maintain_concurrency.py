@@ -103,3 +103,28 @@ def test_one_object_many_threads(tmp_path):
         st = kb.stats()
         assert st["facts"] == 80 and st["pending"] == 0
         assert {f"thread fact {i}: the user met friend {i} at cafe {i % 7}" for i in range(60)} <= {f.text for f in kb.tree().facts}
+
+CLOSER = r"""
+import sys
+from setree.embed import get_embedder
+from setree.maintain import KnowledgeBase
+with KnowledgeBase(sys.argv[1], embedder=get_embedder("hashing")) as kb:
+    kb.insert(sys.argv[2]); kb.maintain()
+"""
+
+def test_open_store_keeps_its_wal_when_another_process_closes(tmp_path):
+    """While one process holds a KnowledgeBase open, another process that opens, writes and closes the same store must not
+    think it is the last connection: deleting the WAL and shared-memory files under a live connection loses commits and
+    corrupts the store. (Closing any descriptor of the database file, e.g. a header check with open()/close() while another
+    connection of the process is open, releases all of that process's POSIX locks on the file.)"""
+    pytest.importorskip("setree.maintain")
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    db = tmp_path / "kb.db"; wal, shm = tmp_path / "kb.db-wal", tmp_path / "kb.db-shm"
+    with KnowledgeBase(db, embedder=get_embedder("hashing")) as kb:
+        kb.insert(["the user likes tea", "the user likes maps", "the user has a cat"]); kb.maintain()
+    with KnowledgeBase(db, embedder=get_embedder("hashing")) as held:
+        held.stats()
+        subprocess.run([sys.executable, "-c", CLOSER, str(db), "the user runs on fridays"], check=True, timeout=120)
+        assert wal.exists() and shm.exists(), "another process deleted the WAL/shm of a store this process holds open"
+        assert held.stats()["facts"] == 4 and held.stats()["integrity"] == "ok"
