@@ -193,7 +193,9 @@ def cost_one(n:int, trials1:int, trials100:int, trials_forget:int, rebuilds:int,
              partial=None,   # partial(out): called after every phase with the results so far
              summarizer:str="chat")->dict:   # "chat" (against the local stub) or "extractive" (no HTTP; calls counted by the pass report)
     from setree.embed import get_embedder
-    from setree.summarize import StubChatServer, ChatSummarizer
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))   # the stub chat server lives with the tests
+    from stubchat import StubChatServer
+    from setree.chat import ChatSummarizer
     inner = get_embedder(threads=1)
     emb = CorpusEmbedder(inner)
     facts = corpus_lines(n)
