@@ -23,6 +23,8 @@ class Config:
     gamma: float = 0.0           # weight of what the parent summary already conveys, in the per-fact gap
     tau: float = 0.02            # temperature of the aggregation over a child's facts (0 = max, inf = mean); calibrated in 11_calibrate
     min_score: float = -math.inf # expansions scoring below this stop the walk
+    overview_share: float = 0.1  # largest share of the budget spent on visible summaries (06_cover; calibrated in the calibration report)
+    lexical_weight: float = 0.2  # weight of BM25 / max BM25 in the per-fact relevance (06_cover; calibrated in the calibration report)
     summary_tokens: int = 15     # target summary length, tokens (calibrated in 11_calibrate; the prototype used 30)
     epsilon: float = 1.0         # radians: max angle between a parent summary and a child centroid (SPEC default)
     faithfulness_threshold: int = 60  # nodes below it are re-summarized by maintenance (SPEC default)
@@ -93,7 +95,7 @@ class Progress:
         self.stage(None)
         if self.show: print(f"\rsetree build: done in {sum(self.timings.values()):.1f} s" + " " * 20, file=sys.stderr, flush=True)
 
-# %% ../nbs/05_build.ipynb #16f2daf4
+# %% ../nbs/05_build.ipynb #2f0ffcf9
 def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (`setree.fidelity.compute_order`)
                    E:np.ndarray, # (N, d) float32 fact embeddings
                   )->np.ndarray: # float32 (M, d): mu_v = S_v / |S_v| for every node
@@ -103,16 +105,17 @@ def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (
     S = C[tree.stop] - C[tree.start]
     return (S / np.maximum(np.linalg.norm(S, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
-def _requests(tree:Tree, nodes, E, mu, target, focus=None):
+def _requests(tree:Tree, nodes, E, mu, target, focus=None, background=None):
     from setree.summarize import SummaryRequest
     reqs = []
     for v in nodes:
         ch = tree.children[v]
         facts = tree.order[tree.start[v]:tree.stop[v]]
+        fact_child = np.repeat(np.arange(len(ch)), tree.stop[ch] - tree.start[ch])   # children's facts are contiguous, in order
         reqs.append(SummaryRequest(node=int(v), child_texts=[tree.texts[c] for c in ch], child_tokens=tree.tokens[ch],
                                    fact_nodes=facts, fact_texts=[tree.texts[f] for f in facts], fact_emb=E[facts],
                                    centroid=mu[v], target_tokens=target, max_tokens=int(tree.tokens[ch].sum()),
-                                   focus=None if focus is None else focus.get(int(v))))
+                                   focus=None if focus is None else focus.get(int(v)), fact_child=fact_child, background=background))
     return reqs
 
 def _apply(tree:Tree, nodes, summaries, embedder):
@@ -146,15 +149,17 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     compute_order(tree)
     N, E = tree.n_facts, tree.emb[:tree.n_facts]
     mu = node_centroids(tree, E)
+    from setree.summarize import term_stats
+    bg = term_stats(tree.texts[:N])   # the knowledge base's phrase statistics, for keyphrase summaries
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N]
         if not nodes: continue
-        _apply(tree, nodes, summarizer.summarize_many(_requests(tree, nodes, E, mu, config.summary_tokens)), embedder)
+        _apply(tree, nodes, summarizer.summarize_many(_requests(tree, nodes, E, mu, config.summary_tokens, background=bg)), embedder)
         if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization (SPEC "Summarizers")
             focus = _offsets(tree, nodes, mu, config.epsilon)
             if focus:
                 redo = sorted(focus)
-                _apply(tree, redo, summarizer.summarize_many(_requests(tree, redo, E, mu, config.summary_tokens, focus)), embedder)
+                _apply(tree, redo, summarizer.summarize_many(_requests(tree, redo, E, mu, config.summary_tokens, focus, bg)), embedder)
     return tree
 
 # %% ../nbs/05_build.ipynb #78b64603
@@ -203,6 +208,7 @@ def build_tree(facts, # iterable of str, Fact, dict(text, id?, meta?) or (id, te
     finalize(tree)
     from setree.cover import line_costs
     tree.line_tokens = line_costs(tree)   # the query's rendered costs, kept with the tree (see 06_cover)
+    from setree.lexical import fact_terms; tree.terms = fact_terms(tree)   # BM25 terms of every fact (06b_lexical), kept with the tree
     tree.config, tree.embedder_id = config.to_dict(), embedder.identity
     prog.done()
     if timings is not None: timings.update(prog.timings)
