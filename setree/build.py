@@ -25,8 +25,6 @@ class Config:
     min_score: float = -math.inf # expansions scoring below this stop the walk
     overview_share: float = 0.1  # largest share of the budget spent on visible summaries (06_cover; calibrated in the calibration report)
     lexical_weight: float = 0.2  # weight of BM25 / max BM25 in the per-fact relevance (06_cover; calibrated in the calibration report)
-    overview_share: float = 0.1  # largest share of the budget spent on visible summaries (06_cover; calibrated in the calibration report)
-    lexical_weight: float = 0.2  # weight of BM25 / max BM25 in the per-fact relevance (06_cover; calibrated in the calibration report)
     summary_tokens: int = 15     # target summary length, tokens (calibrated in 11_calibrate; the prototype used 30)
     epsilon: float = 1.0         # radians: max angle between a parent summary and a child centroid (SPEC default)
     faithfulness_threshold: int = 60  # nodes below it are re-summarized by maintenance (SPEC default)
@@ -210,7 +208,6 @@ def build_tree(facts, # iterable of str, Fact, dict(text, id?, meta?) or (id, te
     finalize(tree)
     from setree.cover import line_costs
     tree.line_tokens = line_costs(tree)   # the query's rendered costs, kept with the tree (see 06_cover)
-    from setree.lexical import fact_terms; tree.terms = fact_terms(tree)   # BM25 terms of every fact (06b_lexical), kept with the tree
     from setree.lexical import fact_terms; tree.terms = fact_terms(tree)   # BM25 terms of every fact (06b_lexical), kept with the tree
     tree.config, tree.embedder_id = config.to_dict(), embedder.identity
     prog.done()

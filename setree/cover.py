@@ -239,15 +239,15 @@ def rendered_tokens(tree:Tree, # a finalized tree
     return int(ix.header + ix.body[nodes].sum() + marker_tokens("f", nf)[1:nf + 1].sum() + marker_tokens("s", ns)[1:ns + 1].sum()
                + (ix.gtok[g].sum() if dates else 0))
 
-# %% ../nbs/06_cover.ipynb #18b9b2a9
+# %% ../nbs/06_cover.ipynb #b203930e
 def fill_budget(tree:Tree, # a finalized tree
                 ranked_nodes, # node numbers, best first; repeats are ignored
                 budget:int, # tokens; validated with `check_budget`
                 dates:bool=True, # as in `render_nodes`: date lines are charged
                )->list[int]: # the nodes rendered as lines, in rank order
     """Greedy fill for baselines: take every node of the ranking that still fits; a fact quoted by a summary already taken
-    is shown by it (free, no line of its own), a summary replaces the lines of facts it quotes, a summary whose text is
-    already shown is skipped. Never exceeds `budget`."""
+    is shown by it (free, no line of its own), a summary replaces the lines of facts it quotes, a summary that would
+    repeat a sentence already shown (same text, or a fact another taken summary quotes) is skipped. Never exceeds `budget`."""
     budget = check_budget(budget)
     ix = cover_index(tree)
     ranked = np.asarray(ranked_nodes, np.int64)
@@ -267,7 +267,7 @@ def fill_budget(tree:Tree, # a finalized tree
             taken[v] = True; nf += 1; used += cost
             if g >= 0: gcount[g] += 1
         else:
-            if tree.texts[v] in texts: continue   # the same sentence is already in the context
+            if tree.texts[v] in texts or inside[ix.quotes[v]].any(): continue   # a sentence it shows is already in the context
             drop = [int(f) for f in ix.quotes[v] if taken.get(int(f))]
             gdrop = {}
             for f in drop: gdrop[int(ix.gid[f])] = gdrop.get(int(ix.gid[f]), 0) + 1
