@@ -21,7 +21,7 @@ CATS = (1, 2, 3, 4)
 quick = "--quick" in sys.argv
 ST = (15, 30)
 SETREE_GRID = [dict(summary_tokens=st, overview_share=o, lexical_weight=w)
-               for st in ST for o in ((0.0, 0.1, 0.3) if quick else (0.0, 0.05, 0.1, 0.2, 0.3)) for w in ((0.0, 0.2) if quick else (0.0, 0.1, 0.2, 0.3, 0.5))]
+               for st in ST for o in ((0.0, 0.1) if quick else (0.0, 0.1, 0.2)) for w in ((0.2,) if quick else (0.1, 0.2, 0.3))]
 HYBRID_W = (0.1, 0.2, 0.3, 0.5)
 
 def log(*a): print(time.strftime("%H:%M:%S"), *a, flush=True)
