@@ -405,4 +405,5 @@ d = { 'settings': { 'branch': 'main',
                                   'setree.summarize.quoted_facts': ('summarize.html#quoted_facts', 'setree/summarize.py'),
                                   'setree.summarize.refused_url': ('summarize.html#refused_url', 'setree/summarize.py'),
                                   'setree.summarize.term_stats': ('summarize.html#term_stats', 'setree/summarize.py'),
+                                  'setree.summarize.token_info': ('summarize.html#token_info', 'setree/summarize.py'),
                                   'setree.summarize.unknown_only': ('summarize.html#unknown_only', 'setree/summarize.py')}}}

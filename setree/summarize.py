@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 # %% auto #0
 __all__ = ['STOPWORDS', 'DUPLICATE_COSINE', 'OVERVIEW_FACTS', 'OVERVIEWS', 'ENV_BASE_URL', 'ENV_MODEL', 'ENV_API_KEY',
            'SYSTEM_PROMPT', 'SummaryRequest', 'Summary', 'check_request', 'enforce_budget', 'quoted_facts',
-           'unknown_only', 'fact_phrases', 'TermStats', 'term_stats', 'phrase_weights', 'keyphrases',
+           'token_info', 'unknown_only', 'fact_phrases', 'TermStats', 'term_stats', 'phrase_weights', 'keyphrases',
            'ExtractiveSummarizer', 'clean_reply', 'chat_endpoint', 'ChatError', 'parse_retry_after', 'build_messages',
            'ChatSummarizer', 'make_summarizer', 'StubChatServer', 'refused_url']
 
@@ -124,13 +124,27 @@ def quoted_facts(text:str, # a summary
     hit = [i for i in cand if _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #9c067fdd
+# %% ../nbs/03_summarize.ipynb #cb9221bb
+_TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
+
+def token_info(texts:list[str] # fact texts
+              )->tuple[np.ndarray, np.ndarray]: # int64 (n,) `count_tokens` of each text; bool (n,) every token is [UNK]
+    "Token counts and [UNK]-only flags, tokenizing only texts not seen before in this process."
+    texts = list(texts)
+    new = list(dict.fromkeys(t for t in texts if t not in _TOKEN_INFO))
+    if new:
+        if len(_TOKEN_INFO) > 1 << 20: _TOKEN_INFO.clear()            # bounded memory for long-lived processes
+        tk = _tokenizer(); unk = tk.token_to_id("[UNK]")
+        encs = tk.encode_batch(new, add_special_tokens=False) if len(new) > 64 else [tk.encode(t, add_special_tokens=False) for t in new]
+        for t, e in zip(new, encs):   # (a batch call has a fixed cost of milliseconds: small lists one by one)
+            _TOKEN_INFO[t] = (len(e.ids), bool(e.ids) and all(i == unk for i in e.ids))
+    info = [_TOKEN_INFO[t] for t in texts]
+    return np.array([a for a, _ in info], np.int64), np.array([b for _, b in info], bool)
+
 def unknown_only(texts:list[str] # fact texts
                 )->np.ndarray: # bool (n,): True where every token of the text is [UNK]
     "Flag texts the embedder's vocabulary cannot read at all (every WordPiece token is `[UNK]`)."
-    tk = _tokenizer(); unk = tk.token_to_id("[UNK]")
-    encs = tk.encode_batch(list(texts), add_special_tokens=False) if len(texts) else []
-    return np.array([bool(e.ids) and all(i == unk for i in e.ids) for e in encs], bool)
+    return token_info(texts)[1]
 
 # %% ../nbs/03_summarize.ipynb #3fb91d35
 STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
@@ -172,7 +186,7 @@ def term_stats(texts:list[str] # every fact of the knowledge base
     for t in texts: c.update(k for k, _ in fact_phrases(t))
     return TermStats(len(texts), dict(c))
 
-# %% ../nbs/03_summarize.ipynb #67a404bd
+# %% ../nbs/03_summarize.ipynb #3690195c
 def phrase_weights(texts:list[str], # the node's facts, most central first
                    background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
                   )->list[tuple]: # [(weight, key, surface, facts), ...] best first, weight > 0; facts: positions in `texts`
@@ -202,7 +216,7 @@ def keyphrases(texts:list[str], # the node's facts, most central first
     "The node's most distinctive phrases that fit `cap` tokens, joined by ', ', no word repeated; in turn per child if `groups`."
     ranked = phrase_weights(texts, background)[:limit]
     if not ranked or cap < 1: return ""
-    toks = count_tokens([s for _, _, s, _ in ranked])
+    toks = token_info([s for _, _, s, _ in ranked])[0]
     if groups is None: turns = [np.arange(len(ranked))]
     else:
         g = np.asarray(groups)
@@ -348,7 +362,7 @@ def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked reque
             if kp: return f + " " + kp, "keyphrases+fact"
     return keyphrases(texts, cap, r.background, groups=_groups(r, order)), "keyphrases"
 
-# %% ../nbs/03_summarize.ipynb #ea8cc859
+# %% ../nbs/03_summarize.ipynb #de83aa35
 @patch
 def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
              )->Summary: # tokens <= min(target_tokens, max_tokens), except one whole fact within max_tokens when nothing smaller fits
@@ -356,8 +370,7 @@ def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
     r = check_request(r)
     cap = min(int(r.target_tokens), int(r.max_tokens))
     order, _ = self.ranking(r)
-    tok = count_tokens(list(r.fact_texts))
-    unk = unknown_only(r.fact_texts)
+    tok, unk = token_info(r.fact_texts)
     if unk.all(): unk[:] = False                     # nothing readable: the node's own facts are all it has
     order = order[~unk[order]]
     shown = self.shown_below(r, tok)
