@@ -17,7 +17,7 @@ __all__ = ['MODES', 'STOPWORDS', 'GROUPS', 'METRICS', 'Question', 'Conversation'
            'SetreeCover', 'default_methods', 'evidence_ceiling', 'evaluate_locomo', 'summarize', 'markdown_tables',
            'write_results']
 
-# %% ../nbs/reports/09_eval.ipynb #1de938fe
+# %% ../nbs/reports/09_eval.ipynb #564daef9
 _SPLIT = re.compile(r"[;,\s]+")
 MODES = ("observations", "turns")
 
@@ -55,13 +55,13 @@ def split_ids(ref, # a dialog-id reference: str, list of str, or None
     "Split a LoCoMo reference on `[;,\\s]+` and keep the ids found in `valid`."
     parts = [ref] if isinstance(ref, str) else list(ref or [])
     toks = [t for p in parts for t in _SPLIT.split(str(p)) if t]
-    toks = [t if valid is None or t in valid else _unpad(t) for t in toks]
-    keep = [t for t in toks if valid is None or t in valid]
-    return list(dict.fromkeys(keep)), [t for t in toks if valid is not None and t not in valid]
+    fixed = [t if valid is None or t in valid else _unpad(t) for t in toks]
+    keep = [t for t in fixed if valid is None or t in valid]
+    return list(dict.fromkeys(keep)), [t for t, f in zip(toks, fixed) if valid is not None and f not in valid]
 
 def _unpad(t:str)->str:
-    "`D30:05` -> `D30:5`: zero-padded dialog ids, as some LoCoMo references write them."
-    m = re.fullmatch(r"D(\d+):(\d+)", t)
+    "`D30:05` -> `D30:5`, `D:11:26` -> `D11:26`: dialog ids as some LoCoMo references misspell them."
+    m = re.fullmatch(r"D:?(\d+):(\d+)", t)
     return f"D{int(m[1])}:{int(m[2])}" if m else t
 
 # %% ../nbs/reports/09_eval.ipynb #57e01345
