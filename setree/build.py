@@ -231,10 +231,11 @@ def check_tree(tree:Tree # a built tree
         assert tree.texts[v].strip() and tree.summarizer[v], f"node {v} has no summary"
     assert np.array_equal(tree.tokens, count_tokens(tree.texts)), "token counts are stale"
 
-# %% ../nbs/05_build.ipynb #0aefd842
+# %% ../nbs/05_build.ipynb #c929fb41
 def tree_summary(tree:Tree # a built tree
                 )->dict:
-    "Shape and quality numbers of a tree: nodes, depth, arity quartiles, mean faithfulness per level, root summary tokens."
+    "Shape and quality numbers of a tree: nodes, depth, arity quartiles, mean faithfulness per level, root summary tokens, summaries by kind, unreadable facts."
+    from setree.summarize import unknown_only
     internal = np.arange(tree.n_facts, tree.n_nodes)
     arity = np.array([len(tree.children[v]) for v in internal], np.int64)
     return {"facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)),
@@ -242,4 +243,6 @@ def tree_summary(tree:Tree # a built tree
             "arity_max": int(arity.max(initial=0)),
             "faithfulness_by_level": {int(l): round(float(tree.faithfulness[internal][tree.level[internal] == l].mean()), 1)
                                       for l in np.unique(tree.level[internal])},
-            "root_tokens": int(tree.tokens[tree.root]) if tree.n_nodes else 0}
+            "root_tokens": int(tree.tokens[tree.root]) if tree.n_nodes else 0,
+            "summarizers": {k: tree.summarizer[tree.n_facts:].count(k) for k in sorted(set(tree.summarizer[tree.n_facts:]))},
+            "unknown_only_facts": int(unknown_only(tree.texts[:tree.n_facts]).sum())}   # [UNK]-only facts: kept out of summaries

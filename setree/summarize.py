@@ -233,9 +233,9 @@ def keyphrases(texts:list[str], # the node's facts, most central first
                 if groups is not None: break
     return ", ".join(chosen)
 
-# %% ../nbs/03_summarize.ipynb #af339f9b
+# %% ../nbs/03_summarize.ipynb #3dcfb3ca
 DUPLICATE_COSINE = 0.9  # facts closer than this to a chosen fact are skipped as restatements (measured below)
-OVERVIEW_FACTS = 8      # nodes with at least this many facts get the overview style (measured in the summaries report)
+OVERVIEW_FACTS = 8      # nodes with at least this many facts get the overview style (a choice: about the size where one fact stops standing for the rest)
 OVERVIEWS = ("facts", "keyphrases", "keyphrases+fact")
 
 class ExtractiveSummarizer:
@@ -243,7 +243,7 @@ class ExtractiveSummarizer:
     name = "extractive"
 
     def __init__(self, duplicate_cosine:float=DUPLICATE_COSINE, # skip a fact with cosine above this to a chosen fact
-                 overview:str="keyphrases", # style of large nodes: 'facts', 'keyphrases' or 'keyphrases+fact'
+                 overview:str="keyphrases+fact", # style of large nodes: 'facts', 'keyphrases' or 'keyphrases+fact'
                  overview_facts:int=OVERVIEW_FACTS, # nodes with at least this many facts get the overview style
                 ):
         if not -1.0 <= duplicate_cosine <= 1.0: raise ValueError(f"duplicate_cosine must lie in [-1, 1], got {duplicate_cosine}")
