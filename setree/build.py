@@ -23,7 +23,7 @@ class Config:
     gamma: float = 0.0           # weight of what the parent summary already conveys, in the per-fact gap
     tau: float = 0.02            # temperature of the aggregation over a child's facts (0 = max, inf = mean); calibrated in 11_calibrate
     min_score: float = -math.inf # expansions scoring below this stop the walk
-    overview_share: float = 0.1  # largest share of the budget spent on visible summaries (06_cover; calibrated in the calibration report)
+    overview_share: float = 0.0  # largest share of the budget spent on visible summaries, the root aside (06_cover; calibrated in the calibration report)
     lexical_weight: float = 0.2  # weight of BM25 / max BM25 in the per-fact relevance (06_cover; calibrated in the calibration report)
     summary_tokens: int = 15     # target summary length, tokens (calibrated in 11_calibrate; the prototype used 30)
     epsilon: float = 1.0         # radians: max angle between a parent summary and a child centroid (SPEC default)

@@ -28,7 +28,7 @@ def check_budget(budget # the token budget of one call: a positive Python or num
     if budget <= 0: raise ValueError(f"budget must be a positive integer number of tokens, got {int(budget)}")
     return int(budget)
 
-# %% ../nbs/06_cover.ipynb #e9a74b52
+# %% ../nbs/06_cover.ipynb #ce4888b5
 @dataclass(frozen=True)
 class CoverParams:
     "Query-time parameters (see the table above); defaults chosen by cross-validation on LoCoMo (calibration report)."
@@ -36,7 +36,7 @@ class CoverParams:
     gamma: float = 0.0            # weight of what the parent summary already conveys, in the per-fact gap
     tau: float = 0.02             # temperature of the aggregation over a child's facts: 0 = max, math.inf = mean
     min_score: float = -math.inf  # the walk stops at the first child scoring below this
-    overview_share: float = 0.1   # largest share of the budget spent on visible summaries; the root always shows
+    overview_share: float = 0.0   # largest share of the budget spent on visible summaries; the root always shows
     lexical_weight: float = 0.2   # w in the per-fact relevance cosine + w * bm25 / max(bm25); 0 = dense only
     dates: bool = True            # render each fact's date (meta 'date' or 'timestamp'), once per group of facts of one date
 
