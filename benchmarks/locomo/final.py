@@ -15,6 +15,8 @@ HERE = Path(__file__).parent
 CACHE = Path("/work/cache/minilm/locomo_dev_vectors.npz")
 
 def main():
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()   # the code imported above
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=HERE).stdout.strip()
     cv = json.loads((HERE / "calibration" / "cv.json").read_text())
     s = cv["final"]["setree"]["setting"]
     w_h = cv["final"]["hybrid"]["setting"]["lexical_weight"]
@@ -30,8 +32,6 @@ def main():
     ctrees = trees if st_c == s["summary_tokens"] else {}
     rows += evaluate_locomo(path, methods={"collapsed": CollapsedTree(emb)}, embedder=emb, build_config=Config(summary_tokens=st_c), trees=ctrees, log=print)
     emb.save(CACHE)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=HERE).stdout.strip()
     meta = {"commit": commit, "working_tree_modified": dirty.splitlines(), "setree": p.to_dict(), "setree_summary_tokens": s["summary_tokens"],
             "hybrid_lexical_weight": w_h, "collapsed_summary_tokens": st_c, "embedder": emb.identity,
             "over_budget": sum(r["tokens"] > r["budget"] for r in rows), "parameters_from": "calibration/cv.json (chosen on all six conversations)"}
