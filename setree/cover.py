@@ -150,7 +150,7 @@ def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], lis
         lines.append(f"[{marks[i]}] {one_line(texts[i])}")
     return (HEADER + "\n" + "\n".join(lines) if lines else ""), order, marks
 
-# %% ../nbs/06_cover.ipynb #0f264ec8
+# %% ../nbs/06_cover.ipynb #242d2ffa
 def line_costs(tree:Tree # a tree with `texts` and `tokens`
               )->np.ndarray: # int64 (M,): tokens of each node's one-line text (its rendered line without the marker)
     "The body cost of every node: `tree.tokens`, recounted for the texts that contain a line separator."
@@ -185,6 +185,11 @@ class _CoverIndex:
             qv = np.asarray(tree.quotes[v], np.int64) if tree.quotes is not None else np.zeros(0, np.int64)
             qv = qv[(qv >= 0) & (qv < N)]
             self.quotes[v] = np.unique(qv[(pos[qv] >= tree.start[v]) & (pos[qv] < tree.stop[v])])
+        seen, twin = {}, np.zeros(N, bool)       # facts whose text another fact repeats word for word
+        for i, f in enumerate(tree.facts):
+            if f.text in seen: twin[i] = twin[seen[f.text]] = True
+            else: seen[f.text] = i
+        self.twin = twin
 
     def _dates(self, tree):
         "Date group of every fact (-1: none), and per group its text, tokens of its line and sort key."
@@ -239,7 +244,7 @@ def rendered_tokens(tree:Tree, # a finalized tree
     return int(ix.header + ix.body[nodes].sum() + marker_tokens("f", nf)[1:nf + 1].sum() + marker_tokens("s", ns)[1:ns + 1].sum()
                + (ix.gtok[g].sum() if dates else 0))
 
-# %% ../nbs/06_cover.ipynb #b203930e
+# %% ../nbs/06_cover.ipynb #33a93e28
 def fill_budget(tree:Tree, # a finalized tree
                 ranked_nodes, # node numbers, best first; repeats are ignored
                 budget:int, # tokens; validated with `check_budget`
@@ -261,11 +266,12 @@ def fill_budget(tree:Tree, # a finalized tree
     hdr = lambda g, n: int(ix.gtok[g]) if dates and g >= 0 and n == 0 else 0
     for v in ranked.tolist():                     # over a ranking (baselines pass at most a few thousand nodes)
         if v < ix.N:
-            if inside[v]: continue
+            if inside[v] or (ix.twin[v] and tree.facts[v].text in texts): continue   # already shown, word for word
             g = int(ix.gid[v]); cost = int(ix.body[v]) + int(mf[nf + 1]) + hdr(g, gcount[g] if g >= 0 else 1)
             if used + cost > cap: continue
             taken[v] = True; nf += 1; used += cost
             if g >= 0: gcount[g] += 1
+            if ix.twin[v]: texts.add(tree.facts[v].text)
         else:
             if tree.texts[v] in texts or inside[ix.quotes[v]].any(): continue   # a sentence it shows is already in the context
             drop = [int(f) for f in ix.quotes[v] if taken.get(int(f))]
@@ -386,7 +392,7 @@ class Cover:
                            "score": _json_float(it.score), "tokens": it.tokens, "n_facts": len(it.fact_ids), "fact_ids": it.fact_ids}
                           for it in self.items]}
 
-# %% ../nbs/06_cover.ipynb #14d2651f
+# %% ../nbs/06_cover.ipynb #51de2662
 class _Walk:
     "The state of one walk (see the steps above); `trace` (a list) receives one row per step."
     def __init__(self, tree, ix, rel_ord, q, budget, params, trace=None):
@@ -395,6 +401,7 @@ class _Walk:
         self.selected, self.shown, self.ncomp = np.zeros(M, bool), np.zeros(M, bool), np.zeros(M, np.int64)
         self.qcount, self.gcount, self.score = np.zeros(N, np.int64), np.zeros(len(ix.gtext), np.int64), np.full(M, np.nan)
         self.nf = self.ns = self.summ_body = 0
+        self.tline, self.twin_shown = {}, np.zeros(N, bool)   # texts of repeated facts that have a line; facts shown by a twin's line
         self.used, self.cap, self.heap = ix.header, params.overview_share * budget, []
         self.mf, self.ms = marker_tokens("f", min(N, budget // 4) + 2), marker_tokens("s", min(M - N, budget // 4) + 2)
 
@@ -452,6 +459,11 @@ class _Walk:
             a = int(self.t.parent[a])
 
     def _line(self, f, st):
+        "Give fact f a line, unless a fact with the same text already has one (then it is shown by that line, free)."
+        if self.ix.twin[f]:
+            t = self.t.facts[f].text
+            if self.tline.get(t, 0) + st["tl"].get(t, 0): st["twins"].append(f); return
+            st["tl"][t] = st["tl"].get(t, 0) + 1
         st["delta"] += self._fact_line(f, st["nf"], st["gl"]); st["nf"] += 1; st["lines"].append(f)
 
     def _apply(self, c, score, st):
@@ -459,13 +471,15 @@ class _Walk:
         self.selected[c], self.score[c] = True, score
         for f in st["lines"]:
             if ix.gid[f] >= 0: self.gcount[ix.gid[f]] += 1
+        for t, n in st["tl"].items(): self.tline[t] = self.tline.get(t, 0) + n
+        self.twin_shown[st["twins"]] = True
         for a in st["chain"]: self.ncomp[a] += 1
         for a in st["carried"]:
             self.shown[a] = False; self.qcount[ix.quotes[a]] -= 1; self.summ_body -= int(ix.body[a])
         self.nf, self.ns, self.used = st["nf"], st["ns"], self.used + st["delta"]
 
     def _state(self, c):
-        return {"c": c, "delta": 0, "nf": self.nf, "ns": self.ns, "gl": {}, "lines": [], "chain": [], "carried": [], "dec": {}}
+        return {"c": c, "delta": 0, "nf": self.nf, "ns": self.ns, "gl": {}, "lines": [], "chain": [], "carried": [], "dec": {}, "tl": {}, "twins": []}
 
     def summary(self, c, score):
         "Pop of an internal node: shown within the overview share, else a stepping stone; skipped if nothing below can fit."
@@ -495,7 +509,7 @@ class _Walk:
         self._climb(int(self.t.parent[c]), st)
         if st["delta"] > self.budget - self.used: return self._log(c, score, "skip: does not fit", st["delta"])
         self._apply(c, score, st)
-        action = "fact line" if c in st["lines"] else "fact shown inside a summary"
+        action = "fact line" if c in st["lines"] else "same text as a fact shown" if c in st["twins"] else "fact shown inside a summary"
         self._log(c, score, action + (f"; carries {', '.join(f'#{a}' for a in st['carried'])}" if st["carried"] else ""), st["delta"])
 
     def run(self):
@@ -540,7 +554,7 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
     rel_ord = fact_relevance(tree, q, prompt, params.lexical_weight)[tree.order]   # the one big product, depth-first order
     w = _walk(tree, ix, rel_ord, q, eff, params, trace)
     N = ix.N
-    visible = np.concatenate([w.selected[:N] & (w.qcount == 0), w.shown[N:]])
+    visible = np.concatenate([w.selected[:N] & (w.qcount == 0) & ~w.twin_shown, w.shown[N:]])
     vis = np.flatnonzero(visible)
     vis = vis[np.lexsort((tree.depth[vis], tree.start[vis]))]   # pre-order: by first fact, an ancestor before its descendants
     kinds, groups = [str(ix.kind[v]) for v in vis.tolist()], [int(ix.group[v]) for v in vis.tolist()]
