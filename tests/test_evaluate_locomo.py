@@ -23,7 +23,7 @@ def test_loader_counts_match_readme():
 def test_evidence_ceiling():
     # share of category 1-4 gold ids that some observation carries (a property of the data, not of a method)
     convs = ev.load_locomo(LOCOMO)
-    ft.test_close([ev.evidence_ceiling(c) for c in convs], [0.7488, 0.7830, 0.8714, 0.7540, 0.7690, 0.8670], eps=1e-3)
+    ft.test_close([ev.evidence_ceiling(c) for c in convs], [0.7488, 0.7830, 0.8714, 0.7540, 0.7662, 0.8670], eps=1e-3)  # conv-43: "D:11:26" is read as D11:26, which no observation carries
 
 @needs_data
 def test_dense_and_bm25_recall_regression():
