@@ -6,7 +6,7 @@ hybrid search of the evaluation).
 RANK: 'mu' (cosine to the node's centroid, default), 's' (to the summary's embedding), 'topK' (mean of its K best facts)."""
 import json, sys, time
 import numpy as np
-from variants import HERE, IDF_POWER, LOCOMO, embedder, save, summarizer, table_lines
+from variants import HERE, IDF_POWER, LOCOMO, tag as run_tag, embedder, save, summarizer, table_lines
 from setree.build import build_tree
 from setree.cover import CoverParams, cover_index, fact_relevance, fill_budget, render_nodes
 from setree.evaluate import evaluate_locomo, summarize
@@ -43,5 +43,5 @@ if __name__ == "__main__":
         rows = evaluate_locomo(LOCOMO, methods=ms, embedder=emb,
                                build=lambda facts, e: build_tree(facts, embedder=e, summarizer=summarizer(name), progress=False))
         res[name] = [{k: s[k] for k in ("method", "budget", "group", "n", "recall", "answer_recall", "tokens")} for s in summarize(rows)]
-        save(emb); (HERE / f"{tag}_idf{IDF_POWER:g}.json").write_text(json.dumps(res, indent=0))
+        save(emb); (HERE / f"{run_tag(tag)}.json").write_text(json.dumps(res, indent=0))
         print(f"{name}: {time.time() - t0:.0f} s", *table_lines(name, res[name]), sep="\n", flush=True)

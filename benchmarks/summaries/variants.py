@@ -1,7 +1,8 @@
 """Shared by the summary measurements: the summary variants, an on-disk embedding cache, and an experimental IDF power.
 
 IDF_POWER (environment, default 1): keyphrase weight p_v(t) * log(N/df)^IDF_POWER instead of the library's power 1.
-Only for the measurement of that alternative; the library is not changed by it unless this file is told so."""
+OVERVIEW_TOKENS (environment, default 0 = the build's summary_tokens): target length of the overview nodes' summaries.
+Only for the measurement of those alternatives; the library is not changed by them."""
 import math, os, pickle
 from pathlib import Path
 import setree.summarize as SM
@@ -11,6 +12,7 @@ from setree.embed import get_embedder, shared_data
 LOCOMO = shared_data("locomo", "locomo_dev.json")
 CACHE = Path(os.environ.get("SETREE_CACHE", "/work/cache")) / "summaries" / "minilm.pkl"
 IDF_POWER = float(os.environ.get("IDF_POWER", "1"))
+OVERVIEW_TOKENS = int(os.environ.get("OVERVIEW_TOKENS", "0"))
 HERE = Path(__file__).parent
 
 def embedder()->CachedEmbedder:
@@ -37,9 +39,17 @@ if IDF_POWER != 1:
         return sorted([(w(k, f), k, s, f) for _, k, s, f in out], key=lambda x: (-x[0], first[x[1]]))
     SM.phrase_weights = _phrase_weights
 
+if OVERVIEW_TOKENS:
+    _overview = SM.ExtractiveSummarizer.overview_text
+    def _overview_text(self, r, order, tok, cap, shown):
+        return _overview(self, r, order, tok, min(OVERVIEW_TOKENS, int(r.max_tokens)), shown)
+    SM.ExtractiveSummarizer.overview_text = _overview_text
+
 def summarizer(name:str)->SM.ExtractiveSummarizer:
     "The variant by overview style: 'facts', 'keyphrases' or 'keyphrases+fact'."
     return SM.ExtractiveSummarizer(overview=name)
+
+def tag(t:str)->str: return f"{t}_idf{IDF_POWER:g}" + (f"_ov{OVERVIEW_TOKENS}" if OVERVIEW_TOKENS else "")
 
 def table_lines(name, ss):
     out = []

@@ -3,7 +3,7 @@
     nice python benchmarks/summaries/walk.py VARIANTS SHARES TAG      e.g. facts,keyphrases 0,0.1,0.2 walk
 Writes benchmarks/summaries/TAG_idf<P>.json (rows of setree.evaluate.summarize per variant) and prints the tables."""
 import json, sys, time
-from variants import HERE, IDF_POWER, LOCOMO, embedder, save, summarizer, table_lines
+from variants import HERE, IDF_POWER, LOCOMO, tag as run_tag, embedder, save, summarizer, table_lines
 from setree.build import build_tree
 from setree.cover import CoverParams
 from setree.evaluate import HybridTopK, SetreeCover, evaluate_locomo, summarize
@@ -17,5 +17,5 @@ for name in names:
     rows = evaluate_locomo(LOCOMO, methods=ms, embedder=emb,
                            build=lambda facts, e: build_tree(facts, embedder=e, summarizer=summarizer(name), progress=False))
     res[name] = [{k: s[k] for k in ("method", "budget", "group", "n", "recall", "answer_recall", "tokens")} for s in summarize(rows)]
-    save(emb); (HERE / f"{tag}_idf{IDF_POWER:g}.json").write_text(json.dumps(res, indent=0))
+    save(emb); (HERE / f"{run_tag(tag)}.json").write_text(json.dumps(res, indent=0))
     print(f"{name}: {time.time() - t0:.0f} s", *table_lines(name, res[name]), sep="\n", flush=True)
