@@ -15,7 +15,7 @@ from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 # %% auto #0
 __all__ = ['Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree', 'build_tree', 'tree_shape']
 
-# %% ../nbs/05_build.ipynb #eaab61df
+# %% ../nbs/05_build.ipynb #1321fc52
 @dataclass(frozen=True)
 class Config:
     "Every parameter of a knowledge base, validated; the one place their defaults are set. Units: tokens for lengths and budgets, radians for `epsilon`."
@@ -23,6 +23,8 @@ class Config:
     gamma: float = 0.0           # weight of what the parent summary already conveys, in the per-fact gap
     tau: float = 0.02            # temperature of the aggregation over a child's facts (0 = max, inf = mean); calibrated in 11_calibrate
     min_score: float = -math.inf # expansions scoring below this stop the walk
+    overview_share: float = 0.0  # largest share of the budget spent on visible summaries, the root aside (cover chapter; calibrated in the calibration report)
+    lexical_weight: float = 0.2  # weight of BM25 / max BM25 in the per-fact relevance (cover chapter; calibrated in the calibration report)
     summary_tokens: int = SUMMARY_TOKENS  # target summary length, tokens (calibrated: 15; the prototype used 30)
     epsilon: float = 1.0         # radians: max angle between a parent summary and a child centroid (design default)
     faithfulness_threshold: int = 60  # nodes below it are re-summarized by maintenance (design default)
@@ -211,17 +213,18 @@ def _some_centroids(tree:Tree, E, nodes)->np.ndarray:
         mu[v] = s / max(np.linalg.norm(s), 1e-12)
     return mu
 
-# %% ../nbs/05_build.ipynb #5f78e36e
-def _requests(tree:Tree, nodes, E, mu, target, focus=None):
+# %% ../nbs/05_build.ipynb #3124e11c
+def _requests(tree:Tree, nodes, E, mu, target, focus=None, background=None):
     from setree.summarize import SummaryRequest
     reqs = []
     for v in nodes:
         ch = tree.children[v]
         facts = tree.order[tree.start[v]:tree.stop[v]]
+        fact_child = np.repeat(np.arange(len(ch)), tree.stop[ch] - tree.start[ch])   # children's facts are contiguous, in order
         reqs.append(SummaryRequest(node=int(v), child_texts=[tree.texts[c] for c in ch], child_tokens=tree.tokens[ch],
                                    fact_nodes=facts, fact_texts=[tree.texts[f] for f in facts], fact_emb=E[facts],
                                    centroid=mu[v], target_tokens=target, max_tokens=int(tree.tokens[ch].sum()), fact_tokens=tree.tokens[facts],
-                                   focus=None if focus is None else focus.get(int(v))))
+                                   focus=None if focus is None else focus.get(int(v)), fact_child=fact_child, background=background))
     return reqs
 
 def _apply(tree:Tree, nodes, summaries, embedder):
@@ -236,7 +239,7 @@ def _apply(tree:Tree, nodes, summaries, embedder):
     for v in single: tree.emb[v] = tree.emb[tree.quotes[v][0]]
     if rest: tree.emb[rest] = embedder.embed([tree.texts[v] for v in rest])
 
-# %% ../nbs/05_build.ipynb #8122d064
+# %% ../nbs/05_build.ipynb #7871a59b
 def _offsets(tree:Tree, nodes, mu, epsilon):
     "Children whose angle to the parent summary, arccos <s_p, mu_c>, exceeds epsilon (radians): {node: [child index, ...]}."
     out = {}
@@ -261,15 +264,17 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     mu = node_centroids(tree, E) if keep is None else _some_centroids(tree, E, keep)
     until = time.monotonic() + config.llm_timeout
     if progress: progress.expect(tree.n_nodes - N if keep is None else len(keep))
+    from setree.summarize import term_stats
+    bg = term_stats(tree.texts[:N])   # the knowledge base's phrase statistics, for keyphrase summaries
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
         if not nodes: continue
-        _apply(tree, nodes, run_summarizer(summarizer, _requests(tree, nodes, E, mu, config.summary_tokens), embedder, progress, until), embedder)
+        _apply(tree, nodes, run_summarizer(summarizer, _requests(tree, nodes, E, mu, config.summary_tokens, background=bg), embedder, progress, until), embedder)
         if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization (SPEC "Summarizers")
             focus = _offsets(tree, nodes, mu, config.epsilon)
             if focus:
                 redo = sorted(focus)
-                _apply(tree, redo, run_summarizer(summarizer, _requests(tree, redo, E, mu, config.summary_tokens, focus), embedder, progress, until, True), embedder)
+                _apply(tree, redo, run_summarizer(summarizer, _requests(tree, redo, E, mu, config.summary_tokens, focus, bg), embedder, progress, until, True), embedder)
     return tree
 
 # %% ../nbs/05_build.ipynb #105db4e9
@@ -287,7 +292,7 @@ def _unsummarized(facts, E, tokens, truncated, h)->Tree:
                 quotes=[np.array([i], np.int64) for i in range(N)] + [np.zeros(0, np.int64)] * (M - N),
                 truncated=truncated, levels=h.levels)
 
-# %% ../nbs/05_build.ipynb #89e517f0
+# %% ../nbs/05_build.ipynb #6f7ba96c
 def build_tree(facts, # iterable of str, Fact, dict(text, id?, meta?) or (id, text[, meta]) — see `setree.core.as_facts`
                embedder=None, # default: the shared MiniLM embedder (`get_embedder()`)
                summarizer=None, # default: `ExtractiveSummarizer()`
@@ -318,15 +323,17 @@ def build_tree(facts, # iterable of str, Fact, dict(text, id?, meta?) or (id, te
     prog.stage("fidelity")
     finalize(tree)
     tree.line_tokens = line_costs(tree)   # the query's rendered costs, kept with the tree (see the cover chapter)
+    from setree.lexical import fact_terms; tree.terms = fact_terms(tree)   # BM25 terms of every fact (lexical chapter), kept with the tree
     tree.config, tree.embedder_id = config.to_dict(), embedder.identity
     prog.done(build_counts(tree, config))
     if timings is not None: timings.update(prog.timings)
     return tree
 
-# %% ../nbs/05_build.ipynb #ead53537
+# %% ../nbs/05_build.ipynb #c5d907f9
 def tree_shape(tree:Tree # a built tree
-              )->dict: # facts, nodes, depth, arity_min/median/max, faithfulness_by_level, root_tokens
-    "Shape and quality numbers of a tree: nodes, depth, arity, mean faithfulness per level, root summary tokens."
+              )->dict: # facts, nodes, depth, arity_min/median/max, faithfulness_by_level, root_tokens, summarizers, unknown_only_facts
+    "Shape and quality numbers of a tree: nodes, depth, arity, mean faithfulness per level, root summary tokens, summaries by kind, unreadable facts."
+    from setree.summarize import unknown_only
     internal = np.arange(tree.n_facts, tree.n_nodes)
     arity = np.array([len(tree.children[v]) for v in internal], np.int64)
     return {"facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)),
@@ -334,4 +341,6 @@ def tree_shape(tree:Tree # a built tree
             "arity_max": int(arity.max(initial=0)),
             "faithfulness_by_level": {int(l): round(float(tree.faithfulness[internal][tree.level[internal] == l].mean()), 1)
                                       for l in np.unique(tree.level[internal])},
-            "root_tokens": int(tree.tokens[tree.root]) if tree.n_nodes else 0}
+            "root_tokens": int(tree.tokens[tree.root]) if tree.n_nodes else 0,
+            "summarizers": {k: tree.summarizer[tree.n_facts:].count(k) for k in sorted(set(tree.summarizer[tree.n_facts:]))},
+            "unknown_only_facts": int(unknown_only(tree.texts[:tree.n_facts]).sum())}   # [UNK]-only facts: kept out of summaries

@@ -139,7 +139,7 @@ def count_tokens(texts:str|list[str] # one text or a list of texts
     if not texts: return np.zeros(0, np.int64)
     return np.fromiter((len(e.ids) for e in _counter().encode_batch(texts, add_special_tokens=False)), np.int64, len(texts))
 
-# %% ../nbs/00_core.ipynb #f60d967d
+# %% ../nbs/00_core.ipynb #4dd2df79
 @dataclass
 class ClusterLevel:
     "The clustering state of one level, kept so that maintenance can re-cluster only what changed."
@@ -174,6 +174,7 @@ class Tree:
     depth: np.ndarray = None          # (M,) int64
     proj: np.ndarray = None           # (N, D) float32
     line_tokens: np.ndarray = None    # (M,) int64 tokens of each node's rendered line (marker + text), `setree.cover.line_costs`
+    terms: list = None                # (N,) per-fact int32 arrays of BM25 term ids (`setree.lexical.term_ids`); None: computed from the texts
     levels: list[ClusterLevel] = field(default_factory=list)
     config: dict = field(default_factory=dict)
     embedder_id: str = ""

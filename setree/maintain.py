@@ -12,9 +12,9 @@ from .core import ClusterLevel, Fact, Tree, as_facts, count_tokens, patch
 from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild', 'can_grow',
-           'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
-           'update_line_tokens', 'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild',
+           'carry_terms', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity',
+           'update_projections', 'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
 def unique_facts(items # anything `setree.core.as_facts` accepts
@@ -308,6 +308,17 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
+# %% ../nbs/07b_maintain.ipynb #f2911f43
+def carry_terms(base:Tree, # the committed tree
+                tree:Tree, # the pass's new tree
+               )->list[np.ndarray]: # `Tree.terms` of `tree`: the lexical (BM25) term ids of each of its facts
+    "Lexical terms for a pass's tree: a fact whose id and text are unchanged keeps its terms; only new or changed texts are tokenized."
+    from setree.lexical import term_ids
+    old = {} if base.terms is None else {(f.id, f.text): t for f, t in zip(base.facts, base.terms)}
+    todo = [i for i, f in enumerate(tree.facts) if (f.id, f.text) not in old]
+    fresh = dict(zip(todo, term_ids([tree.facts[i].text for i in todo]))) if todo else {}
+    return [fresh[i] if i in fresh else old[(f.id, f.text)] for i, f in enumerate(tree.facts)]
+
 # %% ../nbs/07b_maintain.ipynb #d15894b0
 @patch
 def maintain(self:KnowledgeBase)->dict:
@@ -352,6 +363,7 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     next_key = int(self._w._txn(lambda con: _meta(con).get("next_key", "0"), write=False))
     if grow:
         tree, needs, dirty = incremental_pass(base, plan, emb, summ, config, next_key)
+        tree.terms = carry_terms(base, tree)
         return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()),
                           fallbacks=summ.fallbacks, _dirty=dirty, _dirty_facts=plan.changed)
     tree = full_rebuild(plan, base, emb, summ, config)
@@ -759,25 +771,10 @@ def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->T
     tree.proj = proj
     return tree
 
-_NUM_TOKENS: dict = {}   # str(number) -> WordPiece tokens, for the summaries' markers
-
 def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tree:
-    """`line_tokens` (see `setree.cover.line_costs`) without tokenizing every marker: a fact's line is unchanged unless its text is;
-    a summary's marker holds two numbers (its node number, its fact count), and WordPiece counts add up over the marker's words."""
-    from setree.cover import _marker
-    N, M = tree.n_facts, tree.n_nodes
-    lt = np.zeros(M, np.int64)
-    keep = (ob[:N] >= 0) & ~fchg
-    lt[:N][keep] = base.line_tokens[ob[:N][keep]]
-    new = np.flatnonzero(~keep)
-    if len(new): lt[new] = count_tokens([_marker("fact", v, tree.facts[v].id, 1) for v in new.tolist()]) + tree.tokens[new]
-    if M > N:
-        n = tree.stop[N:] - tree.start[N:]
-        need = [x for x in {str(x) for x in np.r_[np.arange(N, M), n].tolist()} if x not in _NUM_TOKENS]
-        if need: _NUM_TOKENS.update(zip(need, count_tokens(need).tolist()))
-        c0 = count_tokens(_marker("summary", 0, "", 0)) - 2 * _NUM_TOKENS.setdefault("0", count_tokens("0"))
-        lt[N:] = c0 + np.array([_NUM_TOKENS[str(v)] + _NUM_TOKENS[str(k)] for v, k in zip(range(N, M), n.tolist())], np.int64) + tree.tokens[N:]
-    tree.line_tokens = lt
+    "`line_tokens` of the pass's tree (`setree.cover.line_costs`: each node's text cost on one line; only texts holding a line break are recounted)."
+    from setree.cover import line_costs
+    tree.line_tokens = line_costs(tree)
     return tree
 
 # %% ../nbs/07b_maintain.ipynb #35bea0a9

@@ -67,6 +67,8 @@ def register_fact_array(name:str, # the `Tree` attribute: None, or a list of N o
     "Persist a per-fact ragged array `tree.<name>` with the tree: one row per fact, written only for facts that change."
     FACT_ARRAYS[name] = np.dtype(dtype).newbyteorder("<").str
 
+register_fact_array("terms", "<i4")   # the lexical (BM25) term ids of each fact, `Tree.terms` (see the cover chapter)
+
 # %% ../nbs/07_store.ipynb #dcc8e425
 def _le(a:np.ndarray, name:str)->np.ndarray:
     "`a` as a C-contiguous little-endian numeric array; `InvalidTree` for other dtypes."

@@ -23,14 +23,17 @@ def test_loader_counts_match_readme():
 def test_evidence_ceiling():
     # share of category 1-4 gold ids that some observation carries (a property of the data, not of a method)
     convs = ev.load_locomo(LOCOMO)
-    ft.test_close([ev.evidence_ceiling(c) for c in convs], [0.7488, 0.7830, 0.8714, 0.7540, 0.7690, 0.8670], eps=1e-3)
+    ft.test_close([ev.evidence_ceiling(c) for c in convs], [0.7488, 0.7830, 0.8714, 0.7540, 0.7662, 0.8670], eps=1e-3)  # conv-43: "D:11:26" is read as D11:26, which no observation carries
 
 @needs_data
 def test_dense_and_bm25_recall_regression():
-    # conv-30, budget 512, MiniLM: overall (categories 1-4) strict evidence recall as measured in nbs/09_eval.ipynb
-    rows = ev.evaluate_locomo(LOCOMO, budgets=(512,), methods=["dense", "bm25"], conversations=["conv-30"])
+    # conv-30, budget 512, MiniLM, short markers and date lines: overall (categories 1-4) strict evidence recall as committed
+    # in benchmarks/locomo/rows.csv (bm25 is the project's BM25 over WordPiece terms)
+    rows = ev.evaluate_locomo(LOCOMO, budgets=(512,), methods=["dense", "bm25", "hybrid"], conversations=["conv-30"])
     s = {(x["method"], x["group"]): x for x in ev.summarize(rows)}
     ft.test_eq(s["dense", "1-4"]["n"], 81)
     ft.test_close(s["dense", "1-4"]["recall"], 0.6864, eps=0.01)
-    ft.test_close(s["bm25", "1-4"]["recall"], 0.6037, eps=0.01)
+    ft.test_close(s["bm25", "1-4"]["recall"], 0.6222, eps=0.01)
+    assert s["hybrid", "1-4"]["recall"] >= s["bm25", "1-4"]["recall"]
+    assert all(0 <= r["breadth"] <= 1 for r in rows)
     assert all(r["tokens"] <= 512 for r in rows)
