@@ -260,7 +260,7 @@ class Store:
             self.close()
             if isinstance(e, sqlite3.DatabaseError):
                 if _busy(e): raise StoreBusy(f"store {p} is locked by another connection (waited {self.timeout_s} s); retry") from e
-                if "file is not a database" in str(e): raise StoreError(f"{p} is not a setree store: not an SQLite database file") from e
+                if "file is not a database" in str(e): raise StoreError(f"{p} is not a setree store: not an SQLite database file, or a damaged one") from e
                 raise StoreError(f"{p} is not a usable setree store: {e}") from e
             raise
         if embedder_id is not None: self.check_embedder(embedder_id)

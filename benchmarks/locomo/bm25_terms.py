@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 import numpy as np
 from setree.core import count_tokens
-from setree.embed import shared_data
+from setree.datasets import shared_data
 from setree.evaluate import STOPWORDS, evidence_found, load_locomo
 from setree.lexical import BM25Index, term_ids
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 from setree.build import Config, build_tree
 from setree.cover import CoverParams
-from setree.embed import get_embedder, shared_data
+from setree.embed import get_embedder
+from setree.datasets import shared_data
 from setree.evaluate import (CachedEmbedder, BM25, CollapsedTree, DenseTopK, HybridTopK, SetreeCover, answer_token_recall,
                              breadth, covered_facts, evidence_found, load_locomo)
 

@@ -7,7 +7,8 @@ import json, subprocess
 from pathlib import Path
 from setree.build import Config
 from setree.cover import CoverParams
-from setree.embed import get_embedder, shared_data
+from setree.embed import get_embedder
+from setree.datasets import shared_data
 from setree.evaluate import (CachedEmbedder, BM25, CollapsedTree, DenseTopK, HierarchicalRelevanceSearch, HybridTopK, SetreeCover,
                              evaluate_locomo, write_results)
 

@@ -7,7 +7,8 @@ import math, os, pickle
 from pathlib import Path
 import setree.summarize as SM
 from setree.evaluate import CachedEmbedder
-from setree.embed import get_embedder, shared_data
+from setree.embed import get_embedder
+from setree.datasets import shared_data
 
 LOCOMO = shared_data("locomo", "locomo_dev.json")
 CACHE = Path(os.environ.get("SETREE_CACHE", "/work/cache")) / "summaries" / "minilm.pkl"
