@@ -8,6 +8,7 @@ from setree.build import Config, build_counts, build_tree
 from setree.core import check_tree
 from setree.chat import ChatSummarizer
 from setree.embed import get_embedder
+from setree.summarize import ExtractiveSummarizer
 from stubchat import StubChatServer
 
 KB = [f"the user {x}" for x in [
@@ -25,8 +26,13 @@ def cli(*args, timeout=120):
     code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=timeout, encoding="utf-8")
 
+class _ExtractiveAsChat(ExtractiveSummarizer):
+    "The extractive summarizer through the chat summarizer's two passes (the fallback honours the second pass's focus)."
+    name = "chat"
+    def summarize_many(self, reqs, **kw): return super().summarize_many(reqs)
+
 def test_faults_fall_back_with_their_reason():
-    ext = build_tree(KB, embedder=H, progress=False)
+    ext = build_tree(KB, embedder=H, summarizer=_ExtractiveAsChat(), progress=False)
     faults = {"incomplete": dict(mode="cut"), "reasoning": dict(mode="close_think"), "ungrounded": dict(reply=lambda items: "PWNED")}
     for reason, kw in faults.items():
         with StubChatServer(**kw) as srv:

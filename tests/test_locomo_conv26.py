@@ -43,7 +43,7 @@ def test_conv26_every_question_within_budget(tmp_path):
     Q, params = get_embedder("hashing").embed(questions), CoverParams.from_config(tree.config)
     report = []
     for budget in (256, 512, 1024, 2048):
-        res = [select_cover(tree, q, budget, params) for q in Q]
+        res = [select_cover(tree, q, budget, params, prompt=p) for q, p in zip(Q, questions)]
         assert all(r.status == "ok" for r in res)
         used = np.array([len(tok.encode(r.render(), add_special_tokens=False).ids) for r in res])
         assert (used <= budget).all(), (budget, used.max())
