@@ -32,7 +32,7 @@ class SummaryRequest:
     focus: list | None = None  # indices into child_texts of badly represented children (offset-aware re-summarization)
     fact_child: np.ndarray | None = None  # optional (n_v,) int64: index of the child each fact lies under
     fact_tokens: np.ndarray | None = None  # optional (n_v,) int64 token counts of fact_texts (the caller's, so they are not counted again)
-    background: TermStats | None = None  # optional phrase statistics of the whole knowledge base (`term_stats`)
+    background: object = None  # optional phrase statistics of the whole knowledge base: a `TermStats` (`term_stats`)
 
 @dataclass
 class Summary:
