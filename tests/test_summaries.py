@@ -1,6 +1,6 @@
 """Summaries of a whole build: byte-for-byte the same across processes (PYTHONHASHSEED), budget-monotone, never a child's
 text again, never a cut sentence, [UNK]-only facts kept out (case C-11)."""
-import hashlib, json, os, subprocess, sys
+import os, subprocess, sys
 import numpy as np
 from setree.build import build_tree
 from setree.core import count_tokens
