@@ -12,8 +12,8 @@ from .core import ClusterLevel, Fact, Tree, as_facts, count_tokens, patch
 from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild', 'can_grow',
-           'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'TOP_CHURN', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild',
+           'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
            'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
@@ -195,7 +195,7 @@ def reset(self:KnowledgeBase, confirm:bool=False # must be True: every fact is d
     if confirm is not True: raise ValueError("reset deletes every fact of the knowledge base; call reset(confirm=True)")
     return Ack(self._enqueue("reset", {"facts": []}, lambda view: None), "reset", [])
 
-# %% ../nbs/07b_maintain.ipynb #3e3a7740
+# %% ../nbs/07b_maintain.ipynb #5f2bbacc
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -205,6 +205,12 @@ class _Plan:
     gone: set            # ids of committed facts that are forgotten or whose text changed
     full: bool           # a build or reset was queued: rebuild from scratch
     counts: dict = field(default_factory=dict)  # inserted, forgotten, updated
+    norms: dict = None   # {normalized text: id} of `facts` (the next pass starts from it)
+
+def _norm_ids(tree:Tree)->dict:
+    "A fresh copy of {normalized text: fact id} of `tree`'s facts; computed once per tree and then carried from pass to pass."
+    if getattr(tree, "_norms", None) is None or len(tree._norms) != tree.n_facts: tree._norms = {norm_text(f.text): f.id for f in tree.facts}
+    return dict(tree._norms)
 
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
@@ -212,7 +218,7 @@ def plan_mutations(base:Tree, # the committed tree
     "Replay queued mutations on the committed facts. Idempotent: an insert of a stored text or a forget of a missing id does nothing."
     K = getattr(base, "_keys", None); K = np.arange(base.n_nodes) if K is None else np.asarray(K)
     state = {f.id: [f, int(k), False] for f, k in zip(base.facts, K[:base.n_facts])}
-    norms = {norm_text(f.text): f.id for f in base.facts}
+    norms = _norm_ids(base)
     full, gone, c = False, set(), dict(inserted=0, forgotten=0, updated=0)
     for _, op, p in entries:
         if op in ("build", "reset"):
@@ -239,7 +245,7 @@ def plan_mutations(base:Tree, # the committed tree
             state[p["id"]] = [Fact(p["id"], p["text"], {**s[0].meta, "updated_at": p["at"]}), s[1], True]; c["updated"] += 1
         else: raise StoreError(f"unknown queued operation {op!r}")
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
-    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c)
+    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms)
 
 # %% ../nbs/07b_maintain.ipynb #7ba38778
 class _CachedEmbedder:
@@ -365,9 +371,10 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #ecad892f
+# %% ../nbs/07b_maintain.ipynb #d242c0f6
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
-GRAFT_MEMBERS = 64      # a level of at most this many members, and everything above it, is clustered again as a build does
+GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
+TOP_CHURN = 0.1         # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
 
 @dataclass
@@ -463,7 +470,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #acad8a52
+# %% ../nbs/07b_maintain.ipynb #cd344418
 def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     "Level-0 members (the facts) with their vectors: the committed ones reused, the new and changed ones embedded."
     from setree.cluster import _unit
@@ -480,7 +487,11 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
         E[ch], tr[ch] = embedder.embed_with_flags(texts); tok[ch] = count_tokens(texts)
     keys = plan.keys.copy(); new = keys < 0
     keys[new] = next_key + np.arange(int(new.sum())); next_key += int(new.sum())
-    return _Members(keys, _unit(E.astype(np.float64)), tok, np.zeros(N, np.int64), E), tr, ~keep, next_key   # centroids exactly as the build computes them
+    C = np.empty((N, E.shape[1]), np.float32)   # centroids exactly as the build computes them; a kept fact's is the committed one
+    lv0 = base.levels[0]; j = _align(np.asarray(lv0.members, np.int64), pos[keep])
+    if (j < 0).any(): keep[np.flatnonzero(keep)[j < 0]] = False; j = j[j >= 0]
+    C[keep] = np.asarray(lv0.centroids)[j]; redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
+    return _Members(keys, C, tok, np.zeros(N, np.int64), E), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
 
 # %% ../nbs/07b_maintain.ipynb #18979ae2
 @dataclass
@@ -519,10 +530,12 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #e67bfac4
-def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int):
+# %% ../nbs/07b_maintain.ipynb #a55e5df4
+def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
+               keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
+              ):
     "Re-cluster one changed level: patch its kNN graph, re-run Leiden on the affected communities, decide the parents."
-    from setree.cluster import split_oversize
+    from setree.cluster import canonical, split_oversize
     idx, sim, _ = patch_knn(m, old, pos, chg, config.k_max)
     init = np.where(pos >= 0, old["community"][np.maximum(pos, 0)], -1)
     gone_c = old["community"][np.isin(old["keys"], removed)]
@@ -532,7 +545,11 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     old_size = np.bincount(old["community"]) if len(old["community"]) else np.zeros(0, np.int64)
     free = chg[X] | (old_size[np.maximum(init[X], 0)] == 1)    # changed members, and members that were alone (they have no summary to keep)
     if LEIDEN_MODE == "local": free[:] = True                   # every member of the affected communities may move
-    lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
+    if keep:   # the committed communities; a new member joins the community of its nearest committed neighbour (else stays alone)
+        X = np.arange(len(m.keys)); nb = np.where(idx >= 0, init[np.maximum(idx, 0)], -1)
+        near_c = nb[np.arange(len(nb)), np.argmax(nb >= 0, 1)] if nb.shape[1] else np.full(len(nb), -1)
+        lab = canonical(np.where(init >= 0, init, np.where(near_c >= 0, near_c, -1 - np.arange(len(X)))))
+    else: lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
     lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
     # a re-decided community with exactly its committed members keeps its label; any other gets a new one
     comm, fresh = init.copy(), int(old["community"].max(initial=-1)) + 1
@@ -592,7 +609,7 @@ def _graft(m:_Members, chg:np.ndarray, l:int, base:Tree, Kb:np.ndarray, config, 
                               community=lv.community, knn=np.where(idx >= 0, keyof[mem[np.maximum(idx, 0)]], -1), knn_sim=lv.knn_sim))
     return next_key
 
-# %% ../nbs/07b_maintain.ipynb #9861354b
+# %% ../nbs/07b_maintain.ipynb #1f25fc39
 def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
     "Level by level from the facts up: stop at the first clean level, re-cluster the changed ones, rebuild the top like a build."
     from setree.cluster import STALL_RATIO
@@ -606,14 +623,19 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
         chg, pos, removed = np.ones(len(m.keys), bool), None, None
         if old is not None:
             pos = _align(old["keys"], m.keys); chg = pos < 0
-            chg[~chg] |= (m.C[~chg] != old["C"][pos[~chg]]).any(1)
+            if l == 0: chg |= fchg   # a kept fact carries its committed centroid (`_fact_members`): only new and changed facts differ
+            else: chg[~chg] |= (m.C[~chg] != old["C"][pos[~chg]]).any(1)
             removed = np.setdiff1d(old["keys"], m.keys)
             if not chg.any() and not len(removed): st.clean = l; break
         st.touched += 1
-        if old is None or l == L_old - 1 or len(m.keys) <= GRAFT_MEMBERS:
-            next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
+        keep = False
+        if old is None or l == L_old - 1 or len(m.keys) <= GRAFT_MEMBERS:   # the top: kept while its member set is stable
+            churn = -1 if old is None else int((pos < 0).sum()) + len(removed)
+            if churn < 0 or churn > TOP_CHURN * len(old["keys"]):
+                next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
+            keep = True
         trial = _Grow(dict(st.parent_of), dict(st.nodes), list(st.levels), st.clean, st.touched)
-        grp, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l)
+        grp, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l, keep=keep)
         if len(grp[0]) > 1 and len(grp[0]) > STALL_RATIO * len(m.keys):   # no progress: this level and the rest as a build does them
             next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
         st, next_key = trial, nk
@@ -779,7 +801,7 @@ def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tr
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #35bea0a9
+# %% ../nbs/07b_maintain.ipynb #3d5dc105
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -809,7 +831,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     update_projections(tree, base, ob, needs)
     update_line_tokens(tree, base, ob, fchg)
     tree.levels = _levels_in_numbers(st, base, tree._keys)
-    tree._touched, tree._next_key = st.touched, next_key
+    tree._touched, tree._next_key, tree._norms = st.touched, next_key, plan.norms
     return tree, needs, dirty | needs | (ob < 0)
 
 # %% ../nbs/07b_maintain.ipynb #ce77c0c7
