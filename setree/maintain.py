@@ -371,10 +371,10 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #d242c0f6
+# %% ../nbs/07b_maintain.ipynb #87adb0eb
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
-TOP_CHURN = 0.1         # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
+TOP_CHURN = 0.25        # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
 
 @dataclass
@@ -493,7 +493,7 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     C[keep] = np.asarray(lv0.centroids)[j]; redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
     return _Members(keys, C, tok, np.zeros(N, np.int64), E), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
 
-# %% ../nbs/07b_maintain.ipynb #18979ae2
+# %% ../nbs/07b_maintain.ipynb #c86a0d81
 @dataclass
 class _Grow:
     "What the levels of a pass decided, in row keys."
@@ -502,6 +502,7 @@ class _Grow:
     levels: list = field(default_factory=list)     # per clustering level: dict(keys, C, parents, community, knn, knn_sim)
     clean: int = -1                                # first clean level (the committed tree is reused from there up); -1: none
     touched: int = 0                               # levels processed
+    graft: int = -1                                # the level from which the top was clustered again as a build does; -1: none
 
 def _groups(comm:np.ndarray)->tuple:
     "Labels -> (distinct labels u, label index of each member, member order o, bounds b): group i is o[b[i]:b[i+1]]."
@@ -609,7 +610,7 @@ def _graft(m:_Members, chg:np.ndarray, l:int, base:Tree, Kb:np.ndarray, config, 
                               community=lv.community, knn=np.where(idx >= 0, keyof[mem[np.maximum(idx, 0)]], -1), knn_sim=lv.knn_sim))
     return next_key
 
-# %% ../nbs/07b_maintain.ipynb #1f25fc39
+# %% ../nbs/07b_maintain.ipynb #44c7b533
 def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
     "Level by level from the facts up: stop at the first clean level, re-cluster the changed ones, rebuild the top like a build."
     from setree.cluster import STALL_RATIO
@@ -632,12 +633,12 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
         if old is None or l == L_old - 1 or len(m.keys) <= GRAFT_MEMBERS:   # the top: kept while its member set is stable
             churn = -1 if old is None else int((pos < 0).sum()) + len(removed)
             if churn < 0 or churn > TOP_CHURN * len(old["keys"]):
-                next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
+                st.graft = l; next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
             keep = True
         trial = _Grow(dict(st.parent_of), dict(st.nodes), list(st.levels), st.clean, st.touched)
         grp, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l, keep=keep)
         if len(grp[0]) > 1 and len(grp[0]) > STALL_RATIO * len(m.keys):   # no progress: this level and the rest as a build does them
-            next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
+            st.graft = l; next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
         st, next_key = trial, nk
         old_next = _old_level(base, Kb, l + 1) if l + 1 < L_old else None
         m = _next_members(m, grp, old_next, sums, l, config.summary_tokens); l += 1
@@ -721,7 +722,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
                                                  knn_sim=np.asarray(d["knn_sim"], np.float32))))
     return out
 
-# %% ../nbs/07b_maintain.ipynb #4cd24972
+# %% ../nbs/07b_maintain.ipynb #30e13523
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
     "(M,) bool: the seeds and every ancestor of one."
     out = seeds.copy(); cur = np.flatnonzero(seeds)
@@ -771,7 +772,11 @@ def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->T
     bpos = np.empty(base.n_facts, np.int64); bpos[base.order] = np.arange(base.n_facts)
     fo = ob[order]; rows = np.flatnonzero(stable[order] & (fo >= 0))
     w = min(D, base.proj.shape[1]); proj[rows, :w] = base.proj[bpos[fo[rows]], :w]
-    for a in np.flatnonzero(fresh & (np.arange(M) >= N)).tolist():
+    fa = np.flatnonzero(fresh & (np.arange(M) >= N)); wide = (tree.stop[fa] - tree.start[fa]) > N // 8
+    P = tree.emb[:N] @ tree.emb[fa[wide]].T if wide.any() else None   # wide summaries: one product over the facts, no gather
+    for i, a in enumerate(fa[wide].tolist()):
+        sl = slice(int(tree.start[a]), int(tree.stop[a])); proj[sl, depth[a]] = P[order[sl], i]
+    for a in fa[~wide].tolist():
         sl = slice(int(tree.start[a]), int(tree.stop[a])); proj[sl, depth[a]] = tree.emb[order[sl]] @ tree.emb[a]
     r = np.flatnonzero(~(stable[order] & (fo >= 0))); cur = order[r]
     while len(r):
@@ -801,7 +806,7 @@ def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tr
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #3d5dc105
+# %% ../nbs/07b_maintain.ipynb #3f812020
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -831,7 +836,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     update_projections(tree, base, ob, needs)
     update_line_tokens(tree, base, ob, fchg)
     tree.levels = _levels_in_numbers(st, base, tree._keys)
-    tree._touched, tree._next_key, tree._norms = st.touched, next_key, plan.norms
+    tree._touched, tree._next_key, tree._norms, tree._graft = st.touched, next_key, plan.norms, st.graft
     return tree, needs, dirty | needs | (ob < 0)
 
 # %% ../nbs/07b_maintain.ipynb #ce77c0c7
