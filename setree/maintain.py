@@ -722,7 +722,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
                                                  knn_sim=np.asarray(d["knn_sim"], np.float32))))
     return out
 
-# %% ../nbs/07b_maintain.ipynb #30e13523
+# %% ../nbs/07b_maintain.ipynb #a759521c
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
     "(M,) bool: the seeds and every ancestor of one."
     out = seeds.copy(); cur = np.flatnonzero(seeds)
@@ -757,11 +757,13 @@ def update_fidelity(tree:Tree, base:Tree, ob:np.ndarray, dirty:np.ndarray, fresh
 
 def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->Tree:
     """`proj` (see `setree.fidelity.compute_projections`) from the committed one: a fact whose path to the root kept its nodes and
-    depths keeps its row, except the column of an ancestor whose summary is `fresh`; other facts get their whole row anew."""
+    depths keeps its row, except the column of an ancestor whose summary is `fresh`; in the other rows a cell is copied where the fact
+    and the ancestor are unchanged and were already related, else computed. `fresh`: (M,) bool, new summaries and changed facts."""
     N, M = tree.n_facts, tree.n_nodes
     depth, parent, order = tree.depth, tree.parent, tree.order
     D = max(1, int(depth[:N].max(initial=0)))
     same = ob >= 0
+    same[:N] &= ~fresh[:N]   # a fact whose text changed keeps its key, not its vector
     same[same] &= base.depth[ob[same]] == depth[same]
     bp = np.where(same, base.parent[np.maximum(ob, 0)], -1)
     same &= np.where(parent >= 0, bp == np.where(parent >= 0, ob[np.maximum(parent, 0)], -1), bp == -1)
@@ -779,9 +781,15 @@ def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->T
     for a in fa[~wide].tolist():
         sl = slice(int(tree.start[a]), int(tree.stop[a])); proj[sl, depth[a]] = tree.emb[order[sl]] @ tree.emb[a]
     r = np.flatnonzero(~(stable[order] & (fo >= 0))); cur = order[r]
-    while len(r):
-        up = parent[cur] >= 0; r, cur = r[up], parent[cur[up]]
-        if len(r): proj[r, depth[cur]] = np.einsum("ij,ij->i", tree.emb[order[r]], tree.emb[cur])
+    bf = np.where((fo[r] >= 0) & ~fresh[cur], bpos[np.maximum(fo[r], 0)], -1)   # the fact's committed position (-1: new or changed)
+    while len(r):   # the other rows ancestor by ancestor: a committed cell where fact and ancestor are unchanged and were related, else a product
+        up = parent[cur] >= 0; r, cur, bf = r[up], parent[cur[up]], bf[up]
+        if not len(r): break
+        oa = np.maximum(ob[cur], 0); ok = (bf >= 0) & (ob[cur] >= 0) & ~fresh[cur]
+        ok &= (base.start[oa] <= bf) & (bf < base.stop[oa])
+        proj[r[ok], depth[cur[ok]]] = base.proj[bf[ok], base.depth[oa[ok]]]
+        x = ~ok
+        if x.any(): proj[r[x], depth[cur[x]]] = np.einsum("ij,ij->i", tree.emb[order[r[x]]], tree.emb[cur[x]])
     tree.proj = proj
     return tree
 
@@ -806,7 +814,7 @@ def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tr
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #3f812020
+# %% ../nbs/07b_maintain.ipynb #fb1cd598
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -833,7 +841,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
         if not len(bad): break
         needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad)
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
-    update_projections(tree, base, ob, needs)
+    update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     update_line_tokens(tree, base, ob, fchg)
     tree.levels = _levels_in_numbers(st, base, tree._keys)
     tree._touched, tree._next_key, tree._norms, tree._graft = st.touched, next_key, plan.norms, st.graft
