@@ -12,9 +12,9 @@ from .core import ClusterLevel, Fact, Tree, as_facts, count_tokens, patch
 from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'TOP_CHURN', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild',
-           'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
-           'update_line_tokens', 'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'TOP_CHURN', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations',
+           'full_rebuild', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity',
+           'update_projections', 'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
 def unique_facts(items # anything `setree.core.as_facts` accepts
@@ -313,7 +313,7 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
-# %% ../nbs/07b_maintain.ipynb #d15894b0
+# %% ../nbs/07b_maintain.ipynb #1138608e
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -357,7 +357,7 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     next_key = int(self._w._txn(lambda con: _meta(con).get("next_key", "0"), write=False))
     if grow:
         tree, needs, dirty = incremental_pass(base, plan, emb, summ, config, next_key)
-        return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()),
+        return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()), for_faithfulness=tree._for_faithfulness,
                           fallbacks=summ.fallbacks, _dirty=dirty, _dirty_facts=plan.changed)
     tree = full_rebuild(plan, base, emb, summ, config)
     tree._keys = next_key + np.arange(tree.n_nodes, dtype=np.int64)
@@ -371,9 +371,10 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #87adb0eb
+# %% ../nbs/07b_maintain.ipynb #6ac5d74f
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
+FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
 TOP_CHURN = 0.25        # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
 
@@ -531,7 +532,7 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #a55e5df4
+# %% ../nbs/07b_maintain.ipynb #ec59946a
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
                keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
               ):
@@ -544,7 +545,7 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     affected = np.union1d(np.union1d(init[chg & (pos >= 0)], gone_c), init[near])
     X = np.flatnonzero(np.isin(init, affected[affected >= 0]) | chg)
     old_size = np.bincount(old["community"]) if len(old["community"]) else np.zeros(0, np.int64)
-    free = chg[X] | (old_size[np.maximum(init[X], 0)] == 1)    # changed members, and members that were alone (they have no summary to keep)
+    free = chg[X] | (FREE_ALONE & (old_size[np.maximum(init[X], 0)] == 1))   # changed members, and members that were alone (they have no summary to keep)
     if LEIDEN_MODE == "local": free[:] = True                   # every member of the affected communities may move
     if keep:   # the committed communities; a new member joins the community of its nearest committed neighbour (else stays alone)
         X = np.arange(len(m.keys)); nb = np.where(idx >= 0, init[np.maximum(idx, 0)], -1)
@@ -814,7 +815,7 @@ def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tr
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #fb1cd598
+# %% ../nbs/07b_maintain.ipynb #9ec5e487
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -832,7 +833,8 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     dirty = _seeds_up(tree, seeds)
     update_fidelity(tree, base, ob, dirty, needs)
     was = np.where(ob >= 0, np.asarray(base.faithfulness)[np.maximum(ob, 0)], 101)   # below the threshold, and worse than when committed
-    needs[N:] |= dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
+    low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
+    tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
     compute_order(tree)
     summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs))
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
