@@ -195,7 +195,7 @@ def reset(self:KnowledgeBase, confirm:bool=False # must be True: every fact is d
     if confirm is not True: raise ValueError("reset deletes every fact of the knowledge base; call reset(confirm=True)")
     return Ack(self._enqueue("reset", {"facts": []}, lambda view: None), "reset", [])
 
-# %% ../nbs/07b_maintain.ipynb #5f2bbacc
+# %% ../nbs/07b_maintain.ipynb #7a889815
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -212,11 +212,26 @@ def _norm_ids(tree:Tree)->dict:
     if getattr(tree, "_norms", None) is None or len(tree._norms) != tree.n_facts: tree._norms = {norm_text(f.text): f.id for f in tree.facts}
     return dict(tree._norms)
 
+def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
+    "`plan_mutations` when only inserts are queued (the common case): the committed facts as they are, the new ones appended."
+    norms = _norm_ids(base)
+    if getattr(base, "_ids", None) is None or len(base._ids) != base.n_facts: base._ids = frozenset(f.id for f in base.facts)
+    new, ids = [], set()
+    for _, _, p in entries:
+        for d in p["facts"]:
+            n = norm_text(d["text"])
+            if d["id"] in base._ids or d["id"] in ids or n in norms: continue
+            new.append(Fact(d["id"], d["text"], d.get("meta") or {})); ids.add(d["id"]); norms[n] = d["id"]
+    N, k = base.n_facts, len(new)
+    return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
+                 set(), False, dict(inserted=k, forgotten=0, updated=0), norms)
+
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
                   )->_Plan:
     "Replay queued mutations on the committed facts. Idempotent: an insert of a stored text or a forget of a missing id does nothing."
     K = getattr(base, "_keys", None); K = np.arange(base.n_nodes) if K is None else np.asarray(K)
+    if all(op == "insert" for _, op, _ in entries) and (np.diff(K[:base.n_facts]) > 0).all(): return _plan_inserts(base, K, entries)
     state = {f.id: [f, int(k), False] for f, k in zip(base.facts, K[:base.n_facts])}
     norms = _norm_ids(base)
     full, gone, c = False, set(), dict(inserted=0, forgotten=0, updated=0)
