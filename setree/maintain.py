@@ -85,7 +85,7 @@ class _View:
             if ids: n -= self.con.execute(f"SELECT count(*) FROM facts WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0]
         return n
 
-# %% ../nbs/07b_maintain.ipynb #fd61daff
+# %% ../nbs/07b_maintain.ipynb #57e11d8d
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
