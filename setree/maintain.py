@@ -12,9 +12,9 @@ from .core import ClusterLevel, Fact, Tree, as_facts, count_tokens, patch
 from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild',
-           'carry_terms', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity',
-           'update_projections', 'update_line_tokens', 'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'TOP_CHURN', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations',
+           'full_rebuild', 'carry_terms', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble',
+           'update_fidelity', 'update_projections', 'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
 def unique_facts(items # anything `setree.core.as_facts` accepts
@@ -85,7 +85,7 @@ class _View:
             if ids: n -= self.con.execute(f"SELECT count(*) FROM facts WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0]
         return n
 
-# %% ../nbs/07b_maintain.ipynb #fd61daff
+# %% ../nbs/07b_maintain.ipynb #57e11d8d
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -195,7 +195,7 @@ def reset(self:KnowledgeBase, confirm:bool=False # must be True: every fact is d
     if confirm is not True: raise ValueError("reset deletes every fact of the knowledge base; call reset(confirm=True)")
     return Ack(self._enqueue("reset", {"facts": []}, lambda view: None), "reset", [])
 
-# %% ../nbs/07b_maintain.ipynb #3e3a7740
+# %% ../nbs/07b_maintain.ipynb #7a889815
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -205,14 +205,35 @@ class _Plan:
     gone: set            # ids of committed facts that are forgotten or whose text changed
     full: bool           # a build or reset was queued: rebuild from scratch
     counts: dict = field(default_factory=dict)  # inserted, forgotten, updated
+    norms: dict = None   # {normalized text: id} of `facts` (the next pass starts from it)
+
+def _norm_ids(tree:Tree)->dict:
+    "A fresh copy of {normalized text: fact id} of `tree`'s facts; computed once per tree and then carried from pass to pass."
+    if getattr(tree, "_norms", None) is None or len(tree._norms) != tree.n_facts: tree._norms = {norm_text(f.text): f.id for f in tree.facts}
+    return dict(tree._norms)
+
+def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
+    "`plan_mutations` when only inserts are queued (the common case): the committed facts as they are, the new ones appended."
+    norms = _norm_ids(base)
+    if getattr(base, "_ids", None) is None or len(base._ids) != base.n_facts: base._ids = frozenset(f.id for f in base.facts)
+    new, ids = [], set()
+    for _, _, p in entries:
+        for d in p["facts"]:
+            n = norm_text(d["text"])
+            if d["id"] in base._ids or d["id"] in ids or n in norms: continue
+            new.append(Fact(d["id"], d["text"], d.get("meta") or {})); ids.add(d["id"]); norms[n] = d["id"]
+    N, k = base.n_facts, len(new)
+    return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
+                 set(), False, dict(inserted=k, forgotten=0, updated=0), norms)
 
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
                   )->_Plan:
     "Replay queued mutations on the committed facts. Idempotent: an insert of a stored text or a forget of a missing id does nothing."
     K = getattr(base, "_keys", None); K = np.arange(base.n_nodes) if K is None else np.asarray(K)
+    if all(op == "insert" for _, op, _ in entries) and (np.diff(K[:base.n_facts]) > 0).all(): return _plan_inserts(base, K, entries)
     state = {f.id: [f, int(k), False] for f, k in zip(base.facts, K[:base.n_facts])}
-    norms = {norm_text(f.text): f.id for f in base.facts}
+    norms = _norm_ids(base)
     full, gone, c = False, set(), dict(inserted=0, forgotten=0, updated=0)
     for _, op, p in entries:
         if op in ("build", "reset"):
@@ -239,9 +260,9 @@ def plan_mutations(base:Tree, # the committed tree
             state[p["id"]] = [Fact(p["id"], p["text"], {**s[0].meta, "updated_at": p["at"]}), s[1], True]; c["updated"] += 1
         else: raise StoreError(f"unknown queued operation {op!r}")
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
-    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c)
+    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms)
 
-# %% ../nbs/07b_maintain.ipynb #7ba38778
+# %% ../nbs/07b_maintain.ipynb #67aa2f5b
 class _CachedEmbedder:
     "An embedder that reuses the vectors of texts the committed tree already holds, and counts what it embeds."
     def __init__(self, inner, tree:Tree, facts:bool=True): # facts=False: reuse only the summaries' vectors (an incremental pass has the facts')
@@ -283,7 +304,7 @@ def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config)->Tree:
     tree = build_tree(plan.facts, embedder=_CachedEmbedder(embedder, base), summarizer=summarizer, config=config, progress=None)
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #0fb2f5a7
+# %% ../nbs/07b_maintain.ipynb #e0baa5f2
 @patch
 def _pass_lock(self:KnowledgeBase):
     """Serialize passes: a thread lock, then an exclusive `flock` on the lock file `<store>-lock` (other processes), each waited for up to
@@ -308,7 +329,7 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
-# %% ../nbs/07b_maintain.ipynb #f2911f43
+# %% ../nbs/07b_maintain.ipynb #3d4a78b6
 def carry_terms(base:Tree, # the committed tree
                 tree:Tree, # the pass's new tree
                )->list[np.ndarray]: # `Tree.terms` of `tree`: the lexical (BM25) term ids of each of its facts
@@ -319,7 +340,7 @@ def carry_terms(base:Tree, # the committed tree
     fresh = dict(zip(todo, term_ids([tree.facts[i].text for i in todo]))) if todo else {}
     return [fresh[i] if i in fresh else old[(f.id, f.text)] for i, f in enumerate(tree.facts)]
 
-# %% ../nbs/07b_maintain.ipynb #d15894b0
+# %% ../nbs/07b_maintain.ipynb #0b2eefe9
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -364,7 +385,7 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     if grow:
         tree, needs, dirty = incremental_pass(base, plan, emb, summ, config, next_key)
         tree.terms = carry_terms(base, tree)
-        return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()),
+        return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()), for_faithfulness=tree._for_faithfulness,
                           fallbacks=summ.fallbacks, _dirty=dirty, _dirty_facts=plan.changed)
     tree = full_rebuild(plan, base, emb, summ, config)
     tree._keys = next_key + np.arange(tree.n_nodes, dtype=np.int64)
@@ -378,9 +399,11 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #ecad892f
+# %% ../nbs/07b_maintain.ipynb #6ac5d74f
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
-GRAFT_MEMBERS = 64      # a level of at most this many members, and everything above it, is clustered again as a build does
+GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
+FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
+TOP_CHURN = 0.25        # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
 
 @dataclass
@@ -476,7 +499,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #acad8a52
+# %% ../nbs/07b_maintain.ipynb #cd344418
 def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     "Level-0 members (the facts) with their vectors: the committed ones reused, the new and changed ones embedded."
     from setree.cluster import _unit
@@ -493,9 +516,13 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
         E[ch], tr[ch] = embedder.embed_with_flags(texts); tok[ch] = count_tokens(texts)
     keys = plan.keys.copy(); new = keys < 0
     keys[new] = next_key + np.arange(int(new.sum())); next_key += int(new.sum())
-    return _Members(keys, _unit(E.astype(np.float64)), tok, np.zeros(N, np.int64), E), tr, ~keep, next_key   # centroids exactly as the build computes them
+    C = np.empty((N, E.shape[1]), np.float32)   # centroids exactly as the build computes them; a kept fact's is the committed one
+    lv0 = base.levels[0]; j = _align(np.asarray(lv0.members, np.int64), pos[keep])
+    if (j < 0).any(): keep[np.flatnonzero(keep)[j < 0]] = False; j = j[j >= 0]
+    C[keep] = np.asarray(lv0.centroids)[j]; redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
+    return _Members(keys, C, tok, np.zeros(N, np.int64), E), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
 
-# %% ../nbs/07b_maintain.ipynb #18979ae2
+# %% ../nbs/07b_maintain.ipynb #c86a0d81
 @dataclass
 class _Grow:
     "What the levels of a pass decided, in row keys."
@@ -504,6 +531,7 @@ class _Grow:
     levels: list = field(default_factory=list)     # per clustering level: dict(keys, C, parents, community, knn, knn_sim)
     clean: int = -1                                # first clean level (the committed tree is reused from there up); -1: none
     touched: int = 0                               # levels processed
+    graft: int = -1                                # the level from which the top was clustered again as a build does; -1: none
 
 def _groups(comm:np.ndarray)->tuple:
     "Labels -> (distinct labels u, label index of each member, member order o, bounds b): group i is o[b[i]:b[i+1]]."
@@ -532,10 +560,12 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #e67bfac4
-def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int):
+# %% ../nbs/07b_maintain.ipynb #ec59946a
+def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
+               keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
+              ):
     "Re-cluster one changed level: patch its kNN graph, re-run Leiden on the affected communities, decide the parents."
-    from setree.cluster import split_oversize
+    from setree.cluster import canonical, split_oversize
     idx, sim, _ = patch_knn(m, old, pos, chg, config.k_max)
     init = np.where(pos >= 0, old["community"][np.maximum(pos, 0)], -1)
     gone_c = old["community"][np.isin(old["keys"], removed)]
@@ -543,9 +573,13 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     affected = np.union1d(np.union1d(init[chg & (pos >= 0)], gone_c), init[near])
     X = np.flatnonzero(np.isin(init, affected[affected >= 0]) | chg)
     old_size = np.bincount(old["community"]) if len(old["community"]) else np.zeros(0, np.int64)
-    free = chg[X] | (old_size[np.maximum(init[X], 0)] == 1)    # changed members, and members that were alone (they have no summary to keep)
+    free = chg[X] | (FREE_ALONE & (old_size[np.maximum(init[X], 0)] == 1))   # changed members, and members that were alone (they have no summary to keep)
     if LEIDEN_MODE == "local": free[:] = True                   # every member of the affected communities may move
-    lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
+    if keep:   # the committed communities; a new member joins the community of its nearest committed neighbour (else stays alone)
+        X = np.arange(len(m.keys)); nb = np.where(idx >= 0, init[np.maximum(idx, 0)], -1)
+        near_c = nb[np.arange(len(nb)), np.argmax(nb >= 0, 1)] if nb.shape[1] else np.full(len(nb), -1)
+        lab = canonical(np.where(init >= 0, init, np.where(near_c >= 0, near_c, -1 - np.arange(len(X)))))
+    else: lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
     lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
     # a re-decided community with exactly its committed members keeps its label; any other gets a new one
     comm, fresh = init.copy(), int(old["community"].max(initial=-1)) + 1
@@ -605,7 +639,7 @@ def _graft(m:_Members, chg:np.ndarray, l:int, base:Tree, Kb:np.ndarray, config, 
                               community=lv.community, knn=np.where(idx >= 0, keyof[mem[np.maximum(idx, 0)]], -1), knn_sim=lv.knn_sim))
     return next_key
 
-# %% ../nbs/07b_maintain.ipynb #9861354b
+# %% ../nbs/07b_maintain.ipynb #44c7b533
 def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
     "Level by level from the facts up: stop at the first clean level, re-cluster the changed ones, rebuild the top like a build."
     from setree.cluster import STALL_RATIO
@@ -619,16 +653,21 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
         chg, pos, removed = np.ones(len(m.keys), bool), None, None
         if old is not None:
             pos = _align(old["keys"], m.keys); chg = pos < 0
-            chg[~chg] |= (m.C[~chg] != old["C"][pos[~chg]]).any(1)
+            if l == 0: chg |= fchg   # a kept fact carries its committed centroid (`_fact_members`): only new and changed facts differ
+            else: chg[~chg] |= (m.C[~chg] != old["C"][pos[~chg]]).any(1)
             removed = np.setdiff1d(old["keys"], m.keys)
             if not chg.any() and not len(removed): st.clean = l; break
         st.touched += 1
-        if old is None or l == L_old - 1 or len(m.keys) <= GRAFT_MEMBERS:
-            next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
+        keep = False
+        if old is None or l == L_old - 1 or len(m.keys) <= GRAFT_MEMBERS:   # the top: kept while its member set is stable
+            churn = -1 if old is None else int((pos < 0).sum()) + len(removed)
+            if churn < 0 or churn > TOP_CHURN * len(old["keys"]):
+                st.graft = l; next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
+            keep = True
         trial = _Grow(dict(st.parent_of), dict(st.nodes), list(st.levels), st.clean, st.touched)
-        grp, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l)
+        grp, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l, keep=keep)
         if len(grp[0]) > 1 and len(grp[0]) > STALL_RATIO * len(m.keys):   # no progress: this level and the rest as a build does them
-            next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
+            st.graft = l; next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
         st, next_key = trial, nk
         old_next = _old_level(base, Kb, l + 1) if l + 1 < L_old else None
         m = _next_members(m, grp, old_next, sums, l, config.summary_tokens); l += 1
@@ -712,7 +751,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
                                                  knn_sim=np.asarray(d["knn_sim"], np.float32))))
     return out
 
-# %% ../nbs/07b_maintain.ipynb #4cd24972
+# %% ../nbs/07b_maintain.ipynb #5c867da7
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
     "(M,) bool: the seeds and every ancestor of one."
     out = seeds.copy(); cur = np.flatnonzero(seeds)
@@ -747,11 +786,13 @@ def update_fidelity(tree:Tree, base:Tree, ob:np.ndarray, dirty:np.ndarray, fresh
 
 def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->Tree:
     """`proj` (see `setree.fidelity.compute_projections`) from the committed one: a fact whose path to the root kept its nodes and
-    depths keeps its row, except the column of an ancestor whose summary is `fresh`; other facts get their whole row anew."""
+    depths keeps its row, except the column of an ancestor whose summary is `fresh`; in the other rows a cell is copied where the fact
+    and the ancestor are unchanged and were already related, else computed. `fresh`: (M,) bool, new summaries and changed facts."""
     N, M = tree.n_facts, tree.n_nodes
     depth, parent, order = tree.depth, tree.parent, tree.order
     D = max(1, int(depth[:N].max(initial=0)))
     same = ob >= 0
+    same[:N] &= ~fresh[:N]   # a fact whose text changed keeps its key, not its vector
     same[same] &= base.depth[ob[same]] == depth[same]
     bp = np.where(same, base.parent[np.maximum(ob, 0)], -1)
     same &= np.where(parent >= 0, bp == np.where(parent >= 0, ob[np.maximum(parent, 0)], -1), bp == -1)
@@ -762,12 +803,22 @@ def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->T
     bpos = np.empty(base.n_facts, np.int64); bpos[base.order] = np.arange(base.n_facts)
     fo = ob[order]; rows = np.flatnonzero(stable[order] & (fo >= 0))
     w = min(D, base.proj.shape[1]); proj[rows, :w] = base.proj[bpos[fo[rows]], :w]
-    for a in np.flatnonzero(fresh & (np.arange(M) >= N)).tolist():
+    fa = np.flatnonzero(fresh & (np.arange(M) >= N)); wide = (tree.stop[fa] - tree.start[fa]) > N // 8
+    P = tree.emb[:N] @ tree.emb[fa[wide]].T if wide.any() else None   # wide summaries: one product over the facts, no gather
+    for i, a in enumerate(fa[wide].tolist()):
+        sl = slice(int(tree.start[a]), int(tree.stop[a])); proj[sl, depth[a]] = P[order[sl], i]
+    for a in fa[~wide].tolist():
         sl = slice(int(tree.start[a]), int(tree.stop[a])); proj[sl, depth[a]] = tree.emb[order[sl]] @ tree.emb[a]
     r = np.flatnonzero(~(stable[order] & (fo >= 0))); cur = order[r]
-    while len(r):
-        up = parent[cur] >= 0; r, cur = r[up], parent[cur[up]]
-        if len(r): proj[r, depth[cur]] = np.einsum("ij,ij->i", tree.emb[order[r]], tree.emb[cur])
+    bf = np.where((fo[r] >= 0) & ~fresh[cur], bpos[np.maximum(fo[r], 0)], -1)   # the fact's committed position (-1: new or changed)
+    while len(r):   # the other rows ancestor by ancestor: a committed cell where fact and ancestor are unchanged and were related, else a product
+        up = parent[cur] >= 0; r, cur, bf = r[up], parent[cur[up]], bf[up]
+        if not len(r): break
+        oa = np.maximum(ob[cur], 0); ok = (bf >= 0) & (ob[cur] >= 0) & ~fresh[cur]
+        ok &= (base.start[oa] <= bf) & (bf < base.stop[oa])
+        proj[r[ok], depth[cur[ok]]] = base.proj[bf[ok], base.depth[oa[ok]]]
+        x = ~ok
+        if x.any(): proj[r[x], depth[cur[x]]] = np.einsum("ij,ij->i", tree.emb[order[r[x]]], tree.emb[cur[x]])
     tree.proj = proj
     return tree
 
@@ -777,7 +828,7 @@ def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tr
     tree.line_tokens = line_costs(tree)
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #35bea0a9
+# %% ../nbs/07b_maintain.ipynb #9ec5e487
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -795,7 +846,8 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     dirty = _seeds_up(tree, seeds)
     update_fidelity(tree, base, ob, dirty, needs)
     was = np.where(ob >= 0, np.asarray(base.faithfulness)[np.maximum(ob, 0)], 101)   # below the threshold, and worse than when committed
-    needs[N:] |= dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
+    low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
+    tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
     compute_order(tree)
     summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs))
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
@@ -804,10 +856,10 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
         if not len(bad): break
         needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad)
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
-    update_projections(tree, base, ob, needs)
+    update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     update_line_tokens(tree, base, ob, fchg)
     tree.levels = _levels_in_numbers(st, base, tree._keys)
-    tree._touched, tree._next_key = st.touched, next_key
+    tree._touched, tree._next_key, tree._norms, tree._graft = st.touched, next_key, plan.norms, st.graft
     return tree, needs, dirty | needs | (ob < 0)
 
 # %% ../nbs/07b_maintain.ipynb #ce77c0c7

@@ -115,7 +115,7 @@ def _dumps(x, what:str)->str:
     try: return _ENC.encode(x)
     except (TypeError, ValueError) as e: raise InvalidTree(f"{what} cannot be stored as JSON: {e}") from None
 
-# %% ../nbs/07_store.ipynb #4d8b327e
+# %% ../nbs/07_store.ipynb #24734177
 def _check_tree(t:Tree):
     "Raise `InvalidTree` naming the first inconsistency of `t`."
     if not isinstance(t, Tree): raise InvalidTree(f"expected a setree.core.Tree, got {type(t).__name__}")
@@ -157,12 +157,16 @@ def _check_tree(t:Tree):
     lev = np.asarray(t.level)
     if M and ((lev[:N] != 0).any() or (lev[N:] < 1).any() or (np.diff(lev[N:]) < 0).any()):
         raise InvalidTree("tree.level: facts must be level 0 and internal nodes numbered level by level (levels >= 1, non-decreasing)")
-    bad = [v for v in range(N, M) if len(t.children[v]) > 1 and (np.diff(np.asarray(t.children[v])) <= 0).any()]
+    lens = np.fromiter(map(len, t.children), np.int64, M) if M else np.zeros(0, np.int64)
+    flat = np.concatenate([np.asarray(c, np.int64).ravel() for c in t.children]) if lens.sum() else np.zeros(0, np.int64)
+    ends = np.cumsum(lens)   # ascending inside each list: a step down is allowed only where a new list starts
+    down = np.flatnonzero(np.diff(flat) <= 0) + 1
+    bad = np.unique(np.searchsorted(ends, down[~np.isin(down, ends)], side="right")).tolist()
     if bad: raise InvalidTree(f"tree.children must be in ascending (tree) order; not at node {bad[:10]}")
     try: check_layout(t)   # parents above children, root last, children == parent, no orphans (setree.fidelity)
     except (ValueError, TypeError, IndexError) as e: raise InvalidTree(f"broken tree structure: {e}") from None
 
-# %% ../nbs/07_store.ipynb #f5c1bbb9
+# %% ../nbs/07_store.ipynb #ae78ccf1
 def norm_text(text:str # a fact text
              )->str: # the text with every run of whitespace replaced by one space, stripped
     "The form in which two fact texts count as the same fact: whitespace differences do not make a new fact."
@@ -187,19 +191,20 @@ def _shared_leaf_sum(t:Tree)->np.ndarray:
     return (np.asarray(t.leaf_sum[:N]) == np.asarray(t.emb[:N], np.float64)).all(1)
 
 def _node_rows(t:Tree, K:np.ndarray, sel):
-    "Rows of the `nodes` table for node numbers `sel` (keys `K`)."
-    N = len(t.facts)
-    par = np.asarray(t.parent, np.int64)
-    pk = np.where(par >= 0, K[np.maximum(par, 0)], -1)
-    emb, shared = _le(t.emb, "emb"), _shared_leaf_sum(t)
-    ls = None if t.leaf_sum is None else _le(t.leaf_sum, "leaf_sum")
-    opt = [None if getattr(t, f) is None else np.asarray(getattr(t, f)).tolist() for f in _NODE_FIELDS]
-    lev, tok = np.asarray(t.level).tolist(), np.asarray(t.tokens).tolist()
-    for v in sel:
+    "Rows of the `nodes` table for node numbers `sel` (keys `K`); only the selected rows are read (a pass writes a few)."
+    N, sel = len(t.facts), np.fromiter(sel, np.int64)
+    par = np.asarray(t.parent, np.int64)[sel]
+    pk = np.where(par >= 0, K[np.maximum(par, 0)], -1).tolist()
+    emb = _le(np.asarray(t.emb)[sel], "emb")
+    ls = None if t.leaf_sum is None else _le(np.asarray(t.leaf_sum)[sel], "leaf_sum")
+    shared = (sel < N) & (ls == emb.astype(np.float64)).all(1) if ls is not None and ls.dtype == np.float64 else np.zeros(len(sel), bool)
+    opt = [None if getattr(t, f) is None else np.asarray(getattr(t, f))[sel].tolist() for f in _NODE_FIELDS]
+    lev, tok = np.asarray(t.level)[sel].tolist(), np.asarray(t.tokens)[sel].tolist()
+    for i, v in enumerate(sel.tolist()):
         q = np.asarray(t.quotes[v], np.int64)
         text = None if v < N and t.texts[v] == t.facts[v].text else t.texts[v]
-        yield (int(K[v]), lev[v], int(pk[v]), text, tok[v], t.summarizer[v], *[None if o is None else o[v] for o in opt],
-               emb[v].tobytes(), None if ls is None or (v < N and shared[v]) else ls[v].tobytes(),
+        yield (int(K[v]), lev[i], pk[i], text, tok[i], t.summarizer[v], *[None if o is None else o[i] for o in opt],
+               emb[i].tobytes(), None if ls is None or shared[i] else ls[i].tobytes(),
                None if v < N and len(q) == 1 and q[0] == v else _le(K[q], "quotes").tobytes())
 
 def _member_rows(t:Tree, K:np.ndarray, l:int, sel=None):
@@ -671,7 +676,7 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #8485e243
+# %% ../nbs/07_store.ipynb #6f0ae4eb
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     "For each key of `Kn`: its position in `Ko`, or -1."
     if not len(Ko): return np.full(len(Kn), -1, np.int64)
@@ -740,7 +745,7 @@ def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None)->dict:
     if len(gone):
         g = [(int(k),) for k in gone]
         for table in ("facts", "nodes", "fact_arrays"): con.executemany(f"DELETE FROM {table} WHERE k = ?", g)
-        con.executemany("DELETE FROM members WHERE k = ?", g)
+        # (their member rows go with the stale rows of each level below: a delete by k alone would scan the whole table)
     cf = np.flatnonzero(_changed_facts(old, Ko, new, Kn, dirty_facts))
     try: con.executemany(_INS["facts"], _fact_rows(new, Kn, cf.tolist()))
     except sqlite3.IntegrityError as e: raise InvalidTree(f"cannot store the facts: {e} (fact ids must be unique)") from e

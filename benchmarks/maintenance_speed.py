@@ -1,0 +1,63 @@
+"""Single-fact insert + maintenance pass on a copy of a stored knowledge base, on one core: P50/P95 wall time (prompt embedding
+included), summarizer calls and rows written per pass, and the time to load the store.
+
+usage: python benchmarks/maintenance_speed.py N REPS STORE [--label L]
+  N      facts: the first N lines of the corpus (their vectors from the cached chunks, see EMB_CACHE)
+  STORE  a knowledge base of those N facts; built (once) when missing, then only copied: the measured passes run on the copy
+Prints one JSON line. Set PYTHONPATH to measure another checkout of setree (the report does, for the code before a change)."""
+import argparse, json, os, sqlite3, time
+from pathlib import Path
+import numpy as np
+
+EMB_CACHE = Path(os.environ.get("SETREE_EMB_CACHE", "/work/cache/maint"))   # chunk_%06d.npy: 2,000 corpus vectors each
+CORPUS = Path(os.environ.get("SETREE_SHARED_DATA", "/work/shared/data")) / "corpus" / "sentences.txt"
+
+def main():
+    ap = argparse.ArgumentParser(); ap.add_argument("n", type=int); ap.add_argument("reps", type=int); ap.add_argument("store")
+    ap.add_argument("--label", default=""); a = ap.parse_args()
+    import setree
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    from setree.store import Store
+    lines = CORPUS.read_text(encoding="utf-8").split("\n")
+    V = np.concatenate([np.load(EMB_CACHE / f"chunk_{b:06d}.npy") for b in range(0, a.n, 2000)])[:a.n]
+    inner = get_embedder()
+    class Cached:   # the model's vectors of the corpus lines, from disk; any other text (the inserted facts) embedded by the model
+        def __init__(s): s.vec, s.dim, s.identity = dict(zip(lines[:a.n], V)), inner.dim, inner.identity
+        def embed_with_flags(s, texts):
+            miss = [t for t in texts if t not in s.vec]
+            if miss: s.vec.update(zip(miss, inner.embed_with_flags(miss)[0]))
+            return (np.stack([s.vec[t] for t in texts]) if texts else np.zeros((0, s.dim), np.float32)), np.zeros(len(texts), bool)
+        def embed(s, texts): return s.embed_with_flags(texts)[0]
+        def embed_query(s, t): return inner.embed_query(t)
+    E, src = Cached(), Path(a.store)
+    if not src.exists():
+        with KnowledgeBase(src, embedder=E) as kb: kb.build(list(dict.fromkeys(x for x in lines[:a.n] if x.strip()))); kb.maintain()
+    work = src.with_name(f"{src.stem}.work{os.getpid()}.db")
+    s0, d0 = sqlite3.connect(f"file:{src}?mode=ro", uri=True), sqlite3.connect(work); s0.backup(d0); s0.close(); d0.close()
+    try:
+        loads = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            with Store(work, readonly=True) as s: s.load()
+            loads.append(time.perf_counter() - t0)
+        kb = KnowledgeBase(work, embedder=E); kb.tree(); inner.embed_query("warm up")
+        walls, calls, rows = [], [], []
+        for i in range(a.reps):
+            text = lines[60000 + i]   # beyond the stored facts
+            t0 = time.perf_counter(); kb.insert(text); r = kb.maintain(); inner.embed_query(text); walls.append(time.perf_counter() - t0)
+            if r["error"] or r["full_rebuild"]: raise SystemExit(f"pass {i} failed or rebuilt: {r}")
+            calls.append(r["summarizer_calls"]); rows.append(r["rows"])
+        t = kb.tree(); kb.close()
+        t0 = time.perf_counter()
+        with Store(work, readonly=True) as s: s.load()
+        loads.append(time.perf_counter() - t0)
+        w = walls[1:] or walls   # the first pass also fills caches (the facts' normalized texts)
+        print(json.dumps(dict(label=a.label, n=a.n, reps=a.reps, p50_s=float(np.percentile(w, 50)), p95_s=float(np.percentile(w, 95)),
+                              walls=[round(x, 4) for x in walls], calls=calls, rows=rows, load_s=[round(x, 3) for x in loads],
+                              depth=int(t.depth.max()), levels=[len(lv.members) for lv in t.levels], setree=setree.__file__)))
+    finally:
+        for ext in ("", "-wal", "-shm"):
+            if Path(str(work) + ext).exists(): Path(str(work) + ext).unlink()
+
+if __name__ == "__main__": main()
