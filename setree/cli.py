@@ -39,7 +39,7 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
             try: as_facts([obj])
             except (ValueError, TypeError) as e: raise UsageError(f"{path}: line {n}: {str(e).removeprefix('fact 0: ')}") from None
             items.append(obj)
-    elif kind in (".txt", ""): items = [l for l in text.splitlines() if l.strip()]
+    elif kind in (".txt", ""): items = [l.removesuffix("\r") for l in text.split("\n") if l.strip()]   # only \n (or \r\n) ends a fact: a form feed or U+2028 inside one does not
     else: raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
     if not items: raise UsageError(f"{path}: no facts in the file")
     try: return as_facts(items)
@@ -136,6 +136,7 @@ def cmd_build(args)->int:
     t0 = time.perf_counter()
     with _kb(args) as kb:
         kb._config = cfg
+        if args.quiet: kb.progress = False
         try: ack = kb.build(facts, replace=args.replace)
         except ValueError as e:
             if "already holds" not in str(e): raise UsageError(str(e)) from None
@@ -250,7 +251,7 @@ def cmd_stats(args)->int:
     "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size."
     from setree.store import StoreError
     with _open_store(args.db) as st:
-        try: s = st.stats()
+        try: s = {**st.stats(), **st.queue_state()}   # with the queue: pending, queued_seq, applied_seq, last_pass
         except StoreError as e: raise UsageError(str(e)) from None
     _out(args, "\n".join(f"{k}: {v}" for k, v in s.items()), s)
     return 0

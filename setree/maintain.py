@@ -298,10 +298,12 @@ def _report(applied:int, started:float, plan=None)->dict:
                 seconds=0.0, inserted=c.get("inserted", 0), forgotten=c.get("forgotten", 0), updated=c.get("updated", 0),
                 full_rebuild=False, levels_touched=0, summarizer_calls=0, resummarized=0, fallbacks=0, error=None)
 
-def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config)->Tree:
+def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config,
+                 progress:bool|None=None, # the build's progress on stderr (`setree.build.Progress`): None = when it runs long
+                )->Tree:
     "The tree of `plan.facts` built from scratch (vectors of texts the base already holds are reused); fresh row keys."
     from setree.build import build_tree
-    tree = build_tree(plan.facts, embedder=_CachedEmbedder(embedder, base), summarizer=summarizer, config=config, progress=None)
+    tree = build_tree(plan.facts, embedder=_CachedEmbedder(embedder, base), summarizer=summarizer, config=config, progress=progress)
     return tree
 
 # %% ../nbs/07b_maintain.ipynb #e0baa5f2
@@ -387,7 +389,7 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
         tree.terms = carry_terms(base, tree)
         return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()), for_faithfulness=tree._for_faithfulness,
                           fallbacks=summ.fallbacks, _dirty=dirty, _dirty_facts=plan.changed)
-    tree = full_rebuild(plan, base, emb, summ, config)
+    tree = full_rebuild(plan, base, emb, summ, config, progress=getattr(self, "progress", None))   # `kb.progress = False`: silent
     tree._keys = next_key + np.arange(tree.n_nodes, dtype=np.int64)
     return tree, dict(full_rebuild=True, levels_touched=len(tree.levels), summarizer_calls=summ.calls, resummarized=summ.calls,
                       fallbacks=summ.fallbacks)

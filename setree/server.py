@@ -44,7 +44,8 @@ def _schema(props:dict, required=()):
 TOOLS = {
  "retrieve": ("Recall what this memory knows that is relevant to a prompt. Returns a context that fits `budget` tokens: the most "
               "relevant stored facts verbatim, and short summaries standing in for groups of related facts that do not fit one by one. "
-              "Each line is marked `[fact <id>]` or `[summary #<node> of <n> facts]`; the fact ids are what `update` and `forget` take. "
+              "Each line is marked `[f1]`, `[f2]`, … for a fact and `[s1]`, … for a summary, numbered within this context; after the context a "
+              "line `fact ids: f1=<id>, …` gives the stored id of every fact shown, which is what `update` and `forget` take. "
               "Call it before answering anything that may depend on what the user said earlier. Read-only and fast; it answers from the "
               "last applied state and never waits for queued changes. `status` is `ok`, `empty` (nothing stored yet) or "
               "`budget_too_small` (then `min_budget` is the smallest budget that returns something).",
@@ -62,7 +63,8 @@ TOOLS = {
             "stored fact use `update`, to remove one use `forget`.",
             _schema({"facts": {"anyOf": [_FACT, {"type": "array", "items": _FACT, "minItems": 1}],
                                "description": "one fact, or a list of facts"}}, ["facts"])),
- "forget": ("Remove stored facts by id (the ids shown in `retrieve` lines `[fact <id>]` and returned by `insert`). After the next "
+ "forget": ("Remove stored facts by id (the ids listed after a `retrieve` context as `fact ids: f1=<id>, …`, and returned by `insert`; "
+            "not the in-context markers `f1`). After the next "
             "pass the text is gone from the facts and from every summary. If any id is unknown nothing is removed and the error names it.",
             _schema({"ids": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
                              "description": "one fact id, or a list of them"}}, ["ids"])),
@@ -315,10 +317,14 @@ def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
     return mt.CallToolResult(content=[_text(text)], structured_content=data, is_error=error)
 
-def _retrieve_text(c)->str:
-    if c.status == "empty": return "(the knowledge base is empty: nothing has been stored yet)"
+def _retrieve_text(c, pending:int=0)->str:
+    "The tool's text: the rendered context, then the stored id of every fact it shows (markers are numbered per context)."
+    if c.status == "empty":
+        if pending: return f"(nothing is applied yet: {pending} queued change(s) become visible after the next pass; see `stats`)"
+        return "(the knowledge base is empty: nothing has been stored yet)"
     if c.status == "budget_too_small": return f"(budget {c.budget} is too small: the smallest budget that returns something is {c.min_budget})"
-    return c.render()
+    ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
+    return c.render() + (f"\n\nfact ids: {ids}" if ids else "")
 
 class MemoryServer:
     "One knowledge base behind the MCP tools: validation, the single writer, results for an LLM and for programs."
@@ -370,7 +376,7 @@ def cover_data(c, # a `setree.cover.Cover`
 @patch
 def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
     c = self.kb.retrieve(prompt, budget)
-    return _result(_retrieve_text(c), cover_data(c, all_fact_ids))
+    return _result(_retrieve_text(c, self.writer._pending() if c.status == "empty" else 0), cover_data(c, all_fact_ids))
 
 @patch
 def tool_stats(self:MemoryServer):

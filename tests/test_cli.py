@@ -93,3 +93,20 @@ def test_demo_runs_offline():
     assert p.stdout.count("===") == 3
     niche = p.stdout.split("===")[-1]
     assert "Mara's sourdough starter is called Bob." in niche      # the niche detail reaches the context
+
+def test_txt_lines_quiet_build_and_queue_in_stats(tmp_path):
+    # only \n (or \r\n) ends a fact in a .txt file: a form feed or U+2028 inside a fact keeps it one fact (rendered on one line)
+    f = tmp_path / "f.txt"; f.write_text("first part\u2028second part\r\nthird fact\x0cformfeed\nthe user likes tea\n", encoding="utf-8")
+    db = tmp_path / "kb.db"
+    p = run("build", f, "--db", db, "--embedder", "hashing", "--quiet", "--json", fresh=True)
+    assert p.returncode == 0 and p.stderr == "", p.stderr            # --quiet: nothing on stderr
+    assert json.loads(p.stdout)["facts"] == 3
+    ctx = run("retrieve", "first part", "--db", db, "--budget", 200).stdout
+    assert any("first part second part" in l for l in ctx.splitlines()), ctx
+    # stats shows the queue: a deferred insert is pending until a pass applies it
+    assert run("insert", "-", "--db", db, "--defer", input="the user owns a red kayak\n").returncode == 0
+    s = json.loads(run("stats", "--db", db, "--json").stdout)
+    assert (s["pending"], s["applied_seq"] < s["queued_seq"]) == (1, True), s
+    assert run("maintain", "--db", db).returncode == 0
+    s = json.loads(run("stats", "--db", db, "--json").stdout)
+    assert (s["pending"], s["facts"], s["applied_seq"]) == (0, 4, s["queued_seq"]), s

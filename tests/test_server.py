@@ -76,6 +76,10 @@ def test_session_through_the_sdk_client(tmp_path):
             assert "the user plays chess" in texts(await call(s, "retrieve", prompt="chess", budget=10**6))
             gone = (await call(s, "retrieve", prompt="cat", budget=10**6))["items"]
             cat = next(i["fact_ids"][0] for i in gone if i["text"] == "the user has a cat named Miso")
+            res = await s.call_tool("retrieve", {"prompt": "cat", "budget": 10**6})              # the text alone gives the stored ids
+            ids = dict(kv.split("=", 1) for kv in res.content[0].text.rsplit("fact ids: ", 1)[1].split(", "))
+            marker = next(i["marker"] for i in res.structured_content["items"] if i["text"] == "the user has a cat named Miso")
+            assert ids[marker] == cat, (ids, marker, cat)
             ack = await call(s, "forget", ids=cat)
             st = await visible(s, ack["seq"])
             assert st["facts"] == len(FACTS) + 1

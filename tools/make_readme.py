@@ -3,13 +3,19 @@
     python tools/make_readme.py          # write README.md
     python tools/make_readme.py --check  # exit 1 when README.md differs from what the notebook gives
 
-Markdown cells are copied; the first cell's `# title` and `> description` become the heading;
+Markdown cells are copied (links to notebooks made relative to the repository root); the first cell's `# title` and `> description` become the heading;
 code cells (unless `#| hide`) become fenced Python blocks followed by their text output.
 """
-import json, sys
+import json, re, sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+_LINK = re.compile(r"\]\((?!https?:|#|/)([^)]+\.ipynb)\)")
+
+def _links(md:str)->str:
+    "Links to chapters are relative to nbs/ on the docs site; the README sits one folder up."
+    return _LINK.sub(lambda m: f"](nbs/{m.group(1)})", md)
 
 def render(nb_path=ROOT / "nbs" / "index.ipynb") -> str:
     nb = json.loads(Path(nb_path).read_text(encoding="utf-8"))
@@ -17,7 +23,7 @@ def render(nb_path=ROOT / "nbs" / "index.ipynb") -> str:
     for cell in nb["cells"]:
         src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         if cell["cell_type"] == "markdown":
-            out += [src.rstrip(), ""]
+            out += [_links(src.rstrip()), ""]
         elif cell["cell_type"] == "code":
             lines = src.splitlines()
             if any(l.strip().startswith("#| hide") for l in lines): continue
