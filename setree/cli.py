@@ -344,8 +344,6 @@ def _budget_list(s:str)->list[int]:
 def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
     from setree.evaluate import evaluate_locomo
-    import importlib.util
-    if importlib.util.find_spec("bm25s") is None: raise UsageError("the evaluation needs the BM25 baseline's package: pip install 'setree[eval]'")
     if not Path(args.data).is_file(): raise UsageError(f"LoCoMo file not found: {args.data}")
     if Path(args.out).exists() and not Path(args.out).is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
     cfg = load_config(args.config)
