@@ -173,7 +173,7 @@ class Tree:
     stop: np.ndarray = None           # (M,) int64
     depth: np.ndarray = None          # (M,) int64
     proj: np.ndarray = None           # (N, D) float32
-    line_tokens: np.ndarray = None    # (M,) int64 tokens of each node's rendered line (marker + text), `setree.cover.line_costs`
+    line_tokens: np.ndarray = None    # (M,) int64 tokens of each node's text on one line (its rendered line without the marker), `setree.cover.line_costs`
     terms: list = None                # (N,) per-fact int32 arrays of BM25 term ids (`setree.lexical.term_ids`); None: computed from the texts
     levels: list[ClusterLevel] = field(default_factory=list)
     config: dict = field(default_factory=dict)
