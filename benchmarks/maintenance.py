@@ -294,8 +294,8 @@ def _recall(tree, conv, facts, budgets, emb):
     for b in budgets:
         rs = []
         for q in qs:
-            ctx, cov = meth(tree, q.question, b)
-            rs.append(context_metrics(ctx, q, facts, cov, idx)["recall"])
+            ctx, _nodes = meth(tree, q.question, b)            # (rendered context, visible nodes); only recall is used here
+            rs.append(context_metrics(ctx, q, facts, 0, idx)["recall"])
         out[b] = float(np.nanmean(rs)) if rs else float("nan")
     return out
 
