@@ -824,7 +824,8 @@ def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->T
     tree.proj = proj
     return tree
 
-def update_line_tokens(tree:Tree, base:Tree, ob:np.ndarray, fchg:np.ndarray)->Tree:
+def update_line_tokens(tree:Tree # the pass's new tree
+                      )->Tree:
     "`line_tokens` of the pass's tree (`setree.cover.line_costs`: each node's text cost on one line; only texts holding a line break are recounted)."
     from setree.cover import line_costs
     tree.line_tokens = line_costs(tree)
@@ -859,7 +860,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
         needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad)
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
     update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
-    update_line_tokens(tree, base, ob, fchg)
+    update_line_tokens(tree)
     tree.levels = _levels_in_numbers(st, base, tree._keys)
     tree._touched, tree._next_key, tree._norms, tree._graft = st.touched, next_key, plan.norms, st.graft
     return tree, needs, dirty | needs | (ob < 0)
