@@ -12,22 +12,12 @@ from .core import ClusterLevel, Fact, Tree, as_facts, count_tokens, patch
 from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'TOP_CHURN', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations',
-           'full_rebuild', 'carry_terms', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble',
-           'update_fidelity', 'update_projections', 'update_line_tokens', 'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'TOP_CHURN', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild',
+           'carry_terms', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity',
+           'update_projections', 'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
-def unique_facts(items # anything `setree.core.as_facts` accepts
-                )->tuple[list[Fact], list[str]]: # (facts with repeated texts dropped, the kept id for every input item)
-    """Validate `items` like `as_facts` (same errors) and keep each text once: a later item whose text equals an earlier one
-    (exactly, or after `norm_text`) is dropped, and its position maps to the earlier fact's id."""
-    facts = as_facts(items)
-    kept, first, ids = [], {}, []
-    for f in facts:
-        k = norm_text(f.text)
-        if k not in first: first[k] = f.id; kept.append(f)
-        ids.append(first[k])
-    return kept, ids
+from .build import unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
 # %% ../nbs/07b_maintain.ipynb #c191dd10
 @dataclass
