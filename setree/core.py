@@ -45,7 +45,7 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #d201226b
+# %% ../nbs/00_core.ipynb #d11d8e15
 def _check_id_meta(i, fid, meta):
     if fid is not None:
         if isinstance(fid, bool) or not isinstance(fid, (str, int)): raise TypeError(f"fact {i}: id must be a string, got {type(fid).__name__}")
@@ -73,14 +73,14 @@ def _raw_fact(i, item):
 def _check_texts(raw):
     "Refuse non-string, unencodable (lone surrogate) and blank texts, naming their indices."
     bad_type = [i for i, (_, t, _) in enumerate(raw) if not isinstance(t, str)]
-    if bad_type: raise TypeError(f"fact text must be a string; not at index {bad_type[:20]}")
+    if bad_type: raise TypeError(f"fact text must be a string; got {raw[bad_type[0]][1]!r:.40} ({type(raw[bad_type[0]][1]).__name__}) at index {bad_type[:20]}")
     unenc = []
     for i, (_, t, _) in enumerate(raw):
         try: t.encode("utf-8")
         except UnicodeEncodeError: unenc.append(i)
     if unenc: raise ValueError(f"fact text is not valid Unicode (lone surrogate) at index {unenc[:20]}")
     blank = [i for i, (_, t, _) in enumerate(raw) if is_blank(t)]
-    if blank: raise ValueError(f"{len(blank)} blank fact(s) (empty, whitespace or invisible characters only) at index {blank[:20]}")
+    if blank: raise ValueError(f"{'blank fact' if len(blank) == 1 else f'{len(blank)} blank facts'} (empty, whitespace or invisible characters only) at index {blank[:20]}")
 
 def _with_ids(raw)->list[Fact]:
     "Facts with ids: the caller's, else content-derived with `-2`, `-3`, ... for repeated texts. Refuses duplicate ids."
