@@ -9,11 +9,11 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['DEMO_PROMPTS', 'COMMANDS', 'UsageError', 'read_facts', 'load_config', 'cmd_build', 'cmd_insert', 'cmd_forget',
-           'cmd_update', 'cmd_maintain', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'outline', 'cmd_inspect',
-           'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
+__all__ = ['OUTLINE_LEGEND', 'DEMO_PROMPTS', 'COMMANDS', 'UsageError', 'read_facts', 'load_config', 'cmd_build', 'cmd_insert',
+           'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'outline',
+           'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
-# %% ../nbs/08_cli.ipynb #4828335a
+# %% ../nbs/08_cli.ipynb #62331382
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2."
 
@@ -36,14 +36,22 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
             try: obj = json.loads(line)
             except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
             if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
+            t = obj.get("text")
+            if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({_json_type(t)})')
             try: as_facts([obj])
-            except (ValueError, TypeError) as e: raise UsageError(f"{path}: line {n}: {str(e).removeprefix('fact 0: ')}") from None
+            except (ValueError, TypeError) as e: raise UsageError(f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}") from None
             items.append(obj)
     elif kind in (".txt", ""): items = [l.removesuffix("\r") for l in text.split("\n") if l.strip()]   # only \n (or \r\n) ends a fact: a form feed or U+2028 inside one does not
     else: raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
     if not items: raise UsageError(f"{path}: no facts in the file")
     try: return as_facts(items)
     except (ValueError, TypeError) as e: raise UsageError(f"{path}: {e}") from None
+
+# %% ../nbs/08_cli.ipynb #8635be50
+def _json_type(v)->str:
+    "What a JSON value is, in JSON's words (for messages about a .jsonl line)."
+    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
+            else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
 
 # %% ../nbs/08_cli.ipynb #1700ab8c
 def load_config(path:str|None, # --config value, or None
@@ -75,7 +83,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #8510f47e
+# %% ../nbs/08_cli.ipynb #de9fdfcc
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -157,13 +165,22 @@ def cmd_build(args)->int:
     _out(args, human, data)
     return 0
 
+def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
+
+def _ack_lines(what:str, ack)->str:
+    "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored."
+    ids = list(dict.fromkeys(ack.ids))
+    lines = [f"{what}: {_ids_text(ids)} (seq {ack.seq})"]
+    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once")
+    if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
+    return "\n".join(lines)
+
 def _mutate(args, what:str, fn)->int:
     with _kb(args, create=what == "insert") as kb:
         try: ack = fn(kb)
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
         rep = _pass(kb, args, what, ack)
-    _out(args, f"{what}: {len(ack.ids)} fact(s) {' '.join(ack.ids[:10])}{' …' if len(ack.ids) > 10 else ''} (seq {ack.seq})\n{_pass_line(rep)}",
-         {"ack": ack.to_dict(), "pass": rep})
+    _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep)}", {"ack": ack.to_dict(), "pass": rep})
     return 0
 
 def cmd_insert(args)->int:
@@ -202,7 +219,7 @@ def cmd_serve(argv:list[str])->int:
     srv.add_serve_args(p)
     return srv.cmd_serve(p.parse_args(argv))
 
-# %% ../nbs/08_cli.ipynb #9dca7ad4
+# %% ../nbs/08_cli.ipynb #4daac166
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -256,13 +273,17 @@ def cmd_stats(args)->int:
     _out(args, "\n".join(f"{k}: {v}" for k, v in s.items()), s)
     return 0
 
+OUTLINE_LEGEND = ("legend: L = level of a summary (facts are level 0, shown by their id), n = facts under it, f = faithfulness: "
+                  "100 × cosine of the summary and the mean of its facts (-100 to 100, higher is better), t = tokens")
+
 def outline(tree, # a finalized tree
             depth:int|None=None, # deepest tree depth to show (0 = the root only); None: everything
             width:int=100, # characters of text per line
+            legend:bool=True, # first line: what the bracketed fields mean (`OUTLINE_LEGEND`)
            )->str:
-    "The tree as an indented outline: one line per node, `[L<level> n=<facts> <tokens>t f=<faithfulness>] text`."
+    "The tree as an indented outline: one line per node, `[L<level> n=<facts> f=<faithfulness> <tokens>t] text`, after a legend line."
     if tree.n_nodes == 0: return "(empty knowledge base)"
-    lines, stack = [], [tree.root]
+    lines, stack = [OUTLINE_LEGEND] if legend else [], [tree.root]
     while stack:
         v = stack.pop()
         d = int(tree.depth[v])

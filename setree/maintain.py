@@ -26,6 +26,7 @@ class Ack:
     seq: int        # sequence number in the queue; applied once stats()["applied_seq"] >= seq
     op: str         # "insert" | "forget" | "update" | "build" | "reset"
     ids: list       # fact ids affected (an insert of an already stored text: the stored fact's id)
+    already_stored: list = field(default_factory=list)  # insert: the ids among `ids` whose text was already stored (or queued): nothing new for them
     def to_dict(self)->dict: return asdict(self)
 
 def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
@@ -131,22 +132,20 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
             if have is not None: alias[f.id] = have; continue
             if view.text(f.id) is not None: raise ValueError(f"fact id {f.id!r} already exists with another text; use update to change it")
             new.append(_fact_dict(f))
-        check.ids = [alias.get(i, i) for i in ids]
+        check.ids, check.already = [alias.get(i, i) for i in ids], list(dict.fromkeys(alias.values()))
         return {"facts": new}
     seq = self._enqueue("insert", {}, check)
-    return Ack(seq, "insert", check.ids)
+    return Ack(seq, "insert", check.ids, check.already)
 
 # %% ../nbs/07b_maintain.ipynb #541df88b
 @patch
 def forget(self:KnowledgeBase, ids # one fact id, or a list of them
           )->Ack:
     "Queue facts for deletion. Raises `ValueError` naming unknown ids (nothing is queued), `TypeError` for an id that is not a string."
-    if isinstance(ids, (str, int)) and not isinstance(ids, bool): ids = [ids]
-    elif not isinstance(ids, (list, tuple, set)): raise TypeError(f"fact ids must be strings (one id or a list); got {type(ids).__name__}")
-    ids = list(ids)
-    bad = [i for i in ids if isinstance(i, bool) or not isinstance(i, (str, int))]
-    if bad: raise TypeError(f"fact ids must be strings; got {bad[:5]!r}")
-    ids = list(dict.fromkeys(str(i) for i in ids))
+    ids = list(ids) if isinstance(ids, (list, tuple, set)) else [ids]
+    bad = [i for i in ids if not isinstance(i, str)]   # a number is refused, not read as its digits
+    if bad: raise TypeError("fact ids must be strings; got " + ", ".join(f"{i!r} ({type(i).__name__})" for i in bad[:5]))
+    ids = list(dict.fromkeys(ids))
     if not ids: raise ValueError("no fact ids to forget")
     def check(view):
         unknown = [i for i in ids if view.text(i) is None]
@@ -159,6 +158,7 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
            text:str, # the new text (validated like any fact)
           )->Ack:
     "Queue a new text for fact `id`; the fact's metadata records when (`updated_at`, ISO time). Raises `ValueError` for an unknown id, a blank text, or a text another fact holds."
+    if not isinstance(id, str): raise TypeError(f"fact ids must be strings; got {id!r} ({type(id).__name__})")
     f = as_facts([{"id": id, "text": text}])[0]
     def check(view):
         if view.text(f.id) is None: raise ValueError(f"unknown fact id(s): {[f.id]}")

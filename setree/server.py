@@ -359,6 +359,7 @@ def _queued(self:MemoryServer, ack)->mt.CallToolResult:
     d = {**ack.to_dict(), "queued": True}
     ids = ", ".join(d["ids"][:8]) + (f", ... ({len(d['ids'])} ids)" if len(d["ids"]) > 8 else "")
     return _result(f"queued {d['op']} as seq {d['seq']}" + (f": {ids}" if ids else "") +
+                   (f" ({len(d['already_stored'])} already stored, nothing new for: {', '.join(d['already_stored'][:8])})" if d["already_stored"] else "") +
                    f". Visible to retrieve once stats shows applied_seq >= {d['seq']} (normally within a second).", d)
 
 FACT_IDS_SHOWN = 20   # fact ids listed per summary item unless the caller asks for all
