@@ -12,7 +12,7 @@ from .core import MAX_MODEL_TOKENS, is_blank, patch, wordpiece_tokenizer
 
 # %% auto #0
 __all__ = ['MINILM_SHA256', 'MINILM_DIM', 'check_texts', 'default_model_path', 'Embedder', 'MiniLMEmbedder', 'HashingEmbedder',
-           'get_embedder']
+           'get_embedder', 'MemoEmbedder']
 
 # %% ../nbs/01_embed.ipynb #75640dba
 def check_texts(texts # a list of strings
@@ -202,3 +202,32 @@ def get_embedder(name:str="minilm", # "minilm" or "hashing"
     key = (name, tuple(sorted(kwargs.items())))
     if key not in _shared: _shared[key] = MiniLMEmbedder(**kwargs) if name == "minilm" else HashingEmbedder(**kwargs)
     return _shared[key]
+
+# %% ../nbs/01_embed.ipynb #ec9102aa
+class MemoEmbedder:
+    "Wraps an embedder and embeds each distinct text once, keeping its vector and truncation flag by text; prompts pass through."
+    def __init__(self, inner): # any setree embedder (`embed_with_flags`, `embed_query`, `identity`, `dim`)
+        self.inner, self.dim, self.identity = inner, inner.dim, inner.identity
+        self._vec, self._flag, self.embedded = {}, {}, 0   # text -> float32 (d,) vector; text -> truncated; texts the inner embedder embedded
+
+    def embed_with_flags(self, texts:list[str] # n texts, none blank
+                        )->tuple[np.ndarray, np.ndarray]: # float32 (n, d) unit rows; bool (n,) True where truncated
+        "The inner embedder's vectors and flags, asking it only for texts not seen before (each once). Raises like the inner embedder."
+        if isinstance(texts, str): return self.inner.embed_with_flags(texts)   # the inner embedder raises its error
+        texts = list(texts)
+        new = list(dict.fromkeys(t for t in texts if t not in self._vec))
+        if new:
+            v, f = self.inner.embed_with_flags(new); self.embedded += len(new)
+            self._vec.update(zip(new, v)); self._flag.update(zip(new, np.asarray(f, bool).tolist()))
+        if not texts: return np.zeros((0, self.dim), np.float32), np.zeros(0, bool)
+        return np.stack([self._vec[t] for t in texts]).astype(np.float32), np.array([self._flag[t] for t in texts], bool)
+
+    def embed(self, texts:list[str] # n texts, none blank
+             )->np.ndarray: # float32 (n, d), unit rows
+        "`embed_with_flags` without the flags."
+        return self.embed_with_flags(texts)[0]
+
+    def embed_query(self, text:str # one prompt
+                   )->np.ndarray: # float32 (d,)
+        "The inner embedder's prompt vector (prompts are not kept)."
+        return self.inner.embed_query(text)

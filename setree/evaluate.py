@@ -195,24 +195,12 @@ def breadth(tree:Tree, # a built tree whose facts carry meta['session']
     if not all_s: return float("nan")
     return len({sess[i] for i in shown_facts(tree, nodes).tolist()} - {None}) / len(all_s)
 
-class CachedEmbedder:
-    "Wraps an embedder and memoizes texts and prompts, so facts and questions are embedded once (`save`/`load`: on disk)."
+from .embed import MemoEmbedder
+class CachedEmbedder(MemoEmbedder):
+    "Wraps an embedder and memoizes texts (`setree.embed.MemoEmbedder`) and prompts, so facts and questions are embedded once (`save`/`load`: on disk)."
     def __init__(self, inner): # any setree embedder (`embed`, `embed_with_flags`, `embed_query`, `identity`, `dim`)
-        self.inner, self._vec, self._flag, self._q = inner, {}, {}, {}
+        super().__init__(inner); self._q = {}
     def __getattr__(self, name): return getattr(self.inner, name)
-    def embed_with_flags(self, texts:list[str])->tuple[np.ndarray, np.ndarray]:
-        "Like the inner embedder's, from the cache where possible."
-        if isinstance(texts, str): return self.inner.embed_with_flags(texts)  # the inner embedder raises its error
-        texts = list(texts)
-        new = list(dict.fromkeys(t for t in texts if t not in self._vec))
-        if new:
-            v, f = self.inner.embed_with_flags(new)
-            self._vec.update(zip(new, v)); self._flag.update(zip(new, f))
-        if not texts: return self.inner.embed_with_flags([])
-        return np.stack([self._vec[t] for t in texts]), np.array([self._flag[t] for t in texts], bool)
-    def embed(self, texts:list[str])->np.ndarray:
-        "float32 (n, d) unit rows, cached."
-        return self.embed_with_flags(texts)[0]
     def prefetch_queries(self, prompts:list[str]):
         "Embed prompts in one batch and keep them for `embed_query`."
         new = list(dict.fromkeys(p for p in prompts if p not in self._q))

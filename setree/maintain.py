@@ -253,24 +253,16 @@ def plan_mutations(base:Tree, # the committed tree
     return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms)
 
 # %% ../nbs/07b_maintain.ipynb #67aa2f5b
-class _CachedEmbedder:
+from .embed import MemoEmbedder
+class _CachedEmbedder(MemoEmbedder):
     "An embedder that reuses the vectors of texts the committed tree already holds, and counts what it embeds."
     def __init__(self, inner, tree:Tree, facts:bool=True): # facts=False: reuse only the summaries' vectors (an incremental pass has the facts')
-        self.inner, self.dim, self.identity, self.embedded = inner, inner.dim, inner.identity, 0
-        self.known = {}
+        super().__init__(inner)
         if tree.n_nodes and tree.embedder_id == inner.identity:
             tr = tree.truncated if tree.truncated is not None else np.zeros(tree.n_facts, bool)
             lo = 0 if facts else tree.n_facts
-            self.known = {tree.texts[i]: (tree.emb[i], bool(tr[i]) if i < tree.n_facts else False) for i in range(lo, tree.n_nodes)}
-    def embed_with_flags(self, texts:list):
-        miss = list(dict.fromkeys(t for t in texts if t not in self.known))
-        if miss:
-            E, fl = self.inner.embed_with_flags(miss); self.embedded += len(miss)
-            self.known.update({t: (e, bool(f)) for t, e, f in zip(miss, E, fl)})
-        if not texts: return np.zeros((0, self.dim), np.float32), np.zeros(0, bool)
-        return np.stack([self.known[t][0] for t in texts]).astype(np.float32), np.array([self.known[t][1] for t in texts], bool)
-    def embed(self, texts:list): return self.embed_with_flags(texts)[0]
-    def embed_query(self, text:str): return self.inner.embed_query(text)
+            self._vec = {tree.texts[i]: tree.emb[i] for i in range(lo, tree.n_nodes)}
+            self._flag = {tree.texts[i]: bool(tr[i]) if i < tree.n_facts else False for i in range(lo, tree.n_nodes)}
 
 class _CountingSummarizer:
     "Counts the summary requests a pass makes (one request = one node summarized)."
