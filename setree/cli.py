@@ -83,7 +83,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #214ccd94
+# %% ../nbs/08_cli.ipynb #aa9cc4f8
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -180,7 +180,7 @@ _MARKER = re.compile(r"[fs]\d{1,4}")   # the short markers of a rendered context
 def _marker_hint(ids)->str:
     "A hint for unknown ids that look like the markers of a retrieved context rather than stored fact ids."
     m = [i for i in ids if _MARKER.fullmatch(i)]
-    return (f" ({', '.join(m[:3])}: the markers of one retrieved context, not stored ids; `setree retrieve PROMPT --db PATH --json` "
+    return (f" ({', '.join(m[:3])} {'looks' if len(m) == 1 else 'look'} like the markers of a retrieved context, not stored ids; `setree retrieve PROMPT --db PATH --json` "
             "gives each item's fact_ids, `setree inspect --db PATH` every fact's id)") if m else ""
 
 def _mutate(args, what:str, fn, ids=())->int:
