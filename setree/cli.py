@@ -386,7 +386,7 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #d7182fc6
+# %% ../nbs/08_cli.ipynb #ba090c63
 def _parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -409,7 +409,9 @@ def _parser()->argparse.ArgumentParser:
     r.add_argument("prompt", nargs="?", default=None, help="the prompt (or use --prompts-file)")
     r.add_argument("--prompts-file", default=None, help="answer every line of this file; JSON lines out")
     r.add_argument("--budget", type=_positive_int, default=None, help="tokens (default: the config's default_budget)")
-    for k in ("beta", "gamma", "tau", "min_score"): r.add_argument("--" + k.replace("_", "-"), dest=k, type=float, default=None)
+    for k, h in [("beta", "weight of the level loss in the capability score"), ("gamma", "weight of what the parent summary already conveys"),
+                 ("tau", "temperature of the aggregation over a child's facts (0 = max)"), ("min_score", "expansions scoring below this stop the walk")]:
+        r.add_argument("--" + k.replace("_", "-"), dest=k, type=float, default=None, help=f"{h} (config {k}; default: the stored tree's)")
     def change(name, help):
         sp = sub.add_parser(name, help=help); common(sp); summ(sp)
         sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")
@@ -420,8 +422,10 @@ def _parser()->argparse.ArgumentParser:
     u = change("update", "change the text of a fact, keeping its id"); u.add_argument("id", metavar="ID"); u.add_argument("text", metavar="TEXT")
     change("maintain", "apply every queued change now, in one pass")
     s = sub.add_parser("stats", help="what the store holds"); common(s, config=False)
-    i = sub.add_parser("inspect", help="the tree as an outline"); common(i, config=False)
-    i.add_argument("--depth", type=_depth, default=None, help="deepest level of the outline to show (0 = root)")
+    i = sub.add_parser("inspect", help="the tree as an outline", description="The tree as an indented outline, one line per node, after a "
+                       "legend line: L = level, n = facts under a summary, f = its faithfulness (-100 to 100), t = tokens.")
+    common(i, config=False)
+    i.add_argument("--depth", type=_depth, default=None, help="how deep to show the tree (0: the root only; default: all of it)")
     d = sub.add_parser("demo", help="build the bundled demo knowledge base and show three retrievals")
     d.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
     im = sub.add_parser("import", help="convert evaluation data into a fact file")
