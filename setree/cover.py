@@ -29,13 +29,13 @@ def check_budget(budget # the token budget of one call: a positive Python or num
     if budget <= 0: raise ValueError(f"budget must be a positive integer number of tokens, got {int(budget)}")
     return int(budget)
 
-# %% ../nbs/06_cover.ipynb #ce4888b5
+# %% ../nbs/06_cover.ipynb #794b0c21
 @dataclass(frozen=True)
 class CoverParams:
     "Query-time parameters (see the table above); defaults chosen by cross-validation on LoCoMo (calibration report)."
     beta: float = 0.0             # weight of the parent's level loss dloss_p
     gamma: float = 0.0            # weight of what the parent summary already conveys, in the per-fact gap
-    tau: float = 0.02             # temperature of the aggregation over a child's facts: 0 = max, math.inf = mean
+    tau: float = 0.01             # temperature of the aggregation over a child's facts: 0 = max, math.inf = mean
     min_score: float = -math.inf  # the walk stops at the first child scoring below this
     overview_share: float = 0.0   # largest share of the budget spent on visible summaries; the root always shows
     lexical_weight: float = 0.2   # w in the per-fact relevance cosine + w * bm25 / max(bm25); 0 = dense only
