@@ -374,14 +374,14 @@ def capability_scores(tree:Tree, # a finalized tree
     rel_ord = fact_relevance(tree, q, prompt, params.lexical_weight)[tree.order]
     return _child_scores(tree, rel_ord, float(tree.emb[parent] @ q), parent, params)
 
-# %% ../nbs/06_cover.ipynb #02ac87ff
+# %% ../nbs/06_cover.ipynb #9f9e584b
 @dataclass
 class CoverItem:
     "One visible node of a cover."
     node: int            # node number in the tree
     level: int           # 0 for a fact; clustering level of a summary
     kind: str            # 'fact' or 'summary'
-    text: str            # the node's text, verbatim (the rendering replaces line breaks by spaces)
+    text: str            # the node's text, verbatim (the rendering replaces line breaks by spaces); the root's short line when its summary is not shown
     score: float|None    # capability score when it was selected; None for the root
     tokens: int          # tokens of its line's body (the text as rendered, without marker and date line)
     fact_ids: list[str]  # ids of the facts it covers (one for a fact, all facts under a summary)
