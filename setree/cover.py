@@ -414,7 +414,7 @@ class Cover:
                            "score": _json_float(it.score), "tokens": it.tokens, "n_facts": len(it.fact_ids), "fact_ids": it.fact_ids}
                           for it in self.items]}
 
-# %% ../nbs/06_cover.ipynb #4d974498
+# %% ../nbs/06_cover.ipynb #9d9cb963
 class _Walk:
     "The state of one walk (see the steps above); `trace` (a list) receives one row per step."
     def __init__(self, tree, ix, rel_ord, q, budget, params, trace=None, full_root=True):
@@ -433,6 +433,10 @@ class _Walk:
 
     def _body(self, a)->int: return self.rbody if a == self.t.root else int(self.ix.body[a])
     def _quotes(self, a)->np.ndarray: return self.rquotes if a == self.t.root else self.ix.quotes[a]
+
+    def _refundable(self)->int:
+        "Most tokens a step can get back: the lines of every visible summary (a lower bound of any step's net cost is its own line minus this)."
+        return self.summ_body + int(self.ms[1:self.ns + 1].sum())
 
     def _log(self, c, score, action, cost):
         if self.trace is not None:
@@ -515,6 +519,9 @@ class _Walk:
         ix, room = self.ix, self.budget - self.used
         if self.ns + 2 >= len(self.ms): self.ms = marker_tokens("s", 2 * (self.ns + 2))
         if self.nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (self.nf + 1))
+        if self.trace is None and int(ix.minfact[c]) + int(self.mf[self.nf + 1]) > room \
+                and int(ix.body[c]) + int(self.ms[self.ns + 1]) - self._refundable() > room:
+            return   # neither its line nor any fact below can fit: the skip below, decided without building the step
         st, show = self._state(c), False
         if not self._repeats(c):
             st["ns"] += 1; st["delta"] = int(ix.body[c]) + int(self.ms[st["ns"]])
@@ -533,6 +540,10 @@ class _Walk:
 
     def fact(self, c, score):
         "Pop of a fact: its line (or free inside a visible summary), then the climb; skipped if the net cost does not fit."
+        ix = self.ix
+        if self.trace is None and self.qcount[c] == 0 and not ix.twin[c]:
+            if self.nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (self.nf + 1))
+            if int(ix.body[c]) + int(self.mf[self.nf + 1]) - self._refundable() > self.budget - self.used: return   # cannot fit, whatever it carries
         st = self._state(c)
         if self.qcount[c] == 0: self._line(c, st)
         self._climb(int(self.t.parent[c]), st)
