@@ -22,7 +22,7 @@ class Config:
     "Every parameter of a knowledge base, validated; the one place their defaults are set. Units: tokens for lengths and budgets, radians for `epsilon`."
     beta: float = 0.0            # weight of the level loss dloss_p in the capability score
     gamma: float = 0.0           # weight of what the parent summary already conveys, in the per-fact gap
-    tau: float = 0.02            # temperature of the aggregation over a child's facts (0 = max, inf = mean); calibrated in 11_calibrate
+    tau: float = 0.01            # temperature of the aggregation over a child's facts (0 = max, inf = mean); calibrated in 11_calibrate
     min_score: float = -math.inf # expansions scoring below this stop the walk
     overview_share: float = 0.0  # largest share of the budget spent on visible summaries, the root aside (cover chapter; calibrated in the calibration report)
     lexical_weight: float = 0.2  # weight of BM25 / max BM25 in the per-fact relevance (cover chapter; calibrated in the calibration report)

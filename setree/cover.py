@@ -10,9 +10,10 @@ import numpy as np
 from .core import Tree, count_tokens, is_blank
 
 # %% auto #0
-__all__ = ['DEFAULT_BUDGET', 'HEADER', 'LINE_SEPARATORS', 'check_budget', 'CoverParams', 'one_line', 'marker_tokens',
-           'compact_date', 'line_costs', 'cover_index', 'render_nodes', 'rendered_tokens', 'fill_budget', 'shown_facts',
-           'fact_relevance', 'capability_scores', 'CoverItem', 'Cover', 'select_cover', 'retrieve']
+__all__ = ['DEFAULT_BUDGET', 'HEADER', 'LINE_SEPARATORS', 'ROOT_LABEL_TOKENS', 'check_budget', 'CoverParams', 'one_line',
+           'marker_tokens', 'compact_date', 'line_costs', 'cover_index', 'root_label', 'render_nodes',
+           'rendered_tokens', 'fill_budget', 'shown_facts', 'fact_relevance', 'capability_scores', 'CoverItem', 'Cover',
+           'select_cover', 'retrieve']
 
 # %% ../nbs/06_cover.ipynb #27761538
 DEFAULT_BUDGET = 4096  # tokens: the default_budget parameter
@@ -28,13 +29,13 @@ def check_budget(budget # the token budget of one call: a positive Python or num
     if budget <= 0: raise ValueError(f"budget must be a positive integer number of tokens, got {int(budget)}")
     return int(budget)
 
-# %% ../nbs/06_cover.ipynb #ce4888b5
+# %% ../nbs/06_cover.ipynb #794b0c21
 @dataclass(frozen=True)
 class CoverParams:
     "Query-time parameters (see the table above); defaults chosen by cross-validation on LoCoMo (calibration report)."
     beta: float = 0.0             # weight of the parent's level loss dloss_p
     gamma: float = 0.0            # weight of what the parent summary already conveys, in the per-fact gap
-    tau: float = 0.02             # temperature of the aggregation over a child's facts: 0 = max, math.inf = mean
+    tau: float = 0.01             # temperature of the aggregation over a child's facts: 0 = max, math.inf = mean
     min_score: float = -math.inf  # the walk stops at the first child scoring below this
     overview_share: float = 0.0   # largest share of the budget spent on visible summaries; the root always shows
     lexical_weight: float = 0.2   # w in the per-fact relevance cosine + w * bm25 / max(bm25); 0 = dense only
@@ -150,7 +151,7 @@ def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], lis
         lines.append(f"[{marks[i]}] {one_line(texts[i])}")
     return (HEADER + "\n" + "\n".join(lines) if lines else ""), order, marks
 
-# %% ../nbs/06_cover.ipynb #242d2ffa
+# %% ../nbs/06_cover.ipynb #491dc5b5
 def line_costs(tree:Tree # a tree with `texts` and `tokens`
               )->np.ndarray: # int64 (M,): tokens of each node's one-line text (its rendered line without the marker)
     "The body cost of every node: `tree.tokens`, recounted for the texts that contain a line separator."
@@ -190,6 +191,8 @@ class _CoverIndex:
             if f.text in seen: twin[i] = twin[seen[f.text]] = True
             else: seen[f.text] = i
         self.twin = twin
+        self.label = root_label(tree) if M else ""
+        self.label_tokens = int(count_tokens(self.label)) if self.label else 0
 
     def _dates(self, tree):
         "Date group of every fact (-1: none), and per group its text, tokens of its line and sort key."
@@ -213,6 +216,25 @@ def cover_index(tree:Tree # a finalized tree
         cached = (_key(tree), _CoverIndex(tree))
         tree._cover_index = cached
     return cached[1]
+
+# %% ../nbs/06_cover.ipynb #b957f2e5
+ROOT_LABEL_TOKENS = 6   # most tokens of the root's short line (a choice: two or three keyphrases)
+
+def root_label(tree:Tree # a tree with at least one node
+              )->str: # the root's short line: its summary's keyphrases within ROOT_LABEL_TOKENS, else "N facts"; a fact root: its text
+    "The cheapest line that still says what the root stands for (see above)."
+    r = tree.root
+    if r < tree.n_facts: return tree.texts[r]
+    text, fallback = one_line(tree.texts[r]), f"{tree.n_facts} facts"
+    if (tree.summarizer[r] if tree.summarizer is not None else "") not in ("keyphrases", "keyphrases+fact"): return fallback
+    for f in (tree.quotes[r] if tree.quotes is not None else []):   # drop the quoted fact: what is left is the phrase list
+        ft = one_line(tree.facts[int(f)].text)
+        if text.startswith(ft): text = text[len(ft):]
+    phrases = [x.strip() for x in text.split(",") if x.strip()]
+    if not phrases: return fallback
+    cum = np.cumsum(count_tokens([(", " if k else "") + x for k, x in enumerate(phrases)]))
+    keep = int((cum <= ROOT_LABEL_TOKENS).sum())
+    return ", ".join(phrases[:keep]) if keep else fallback
 
 # %% ../nbs/06_cover.ipynb #f0ac5dc6
 def _check_nodes(ix, nodes)->list[int]:
@@ -352,14 +374,14 @@ def capability_scores(tree:Tree, # a finalized tree
     rel_ord = fact_relevance(tree, q, prompt, params.lexical_weight)[tree.order]
     return _child_scores(tree, rel_ord, float(tree.emb[parent] @ q), parent, params)
 
-# %% ../nbs/06_cover.ipynb #02ac87ff
+# %% ../nbs/06_cover.ipynb #9f9e584b
 @dataclass
 class CoverItem:
     "One visible node of a cover."
     node: int            # node number in the tree
     level: int           # 0 for a fact; clustering level of a summary
     kind: str            # 'fact' or 'summary'
-    text: str            # the node's text, verbatim (the rendering replaces line breaks by spaces)
+    text: str            # the node's text, verbatim (the rendering replaces line breaks by spaces); the root's short line when its summary is not shown
     score: float|None    # capability score when it was selected; None for the root
     tokens: int          # tokens of its line's body (the text as rendered, without marker and date line)
     fact_ids: list[str]  # ids of the facts it covers (one for a fact, all facts under a summary)
@@ -392,18 +414,29 @@ class Cover:
                            "score": _json_float(it.score), "tokens": it.tokens, "n_facts": len(it.fact_ids), "fact_ids": it.fact_ids}
                           for it in self.items]}
 
-# %% ../nbs/06_cover.ipynb #51de2662
+# %% ../nbs/06_cover.ipynb #9d9cb963
 class _Walk:
     "The state of one walk (see the steps above); `trace` (a list) receives one row per step."
-    def __init__(self, tree, ix, rel_ord, q, budget, params, trace=None):
+    def __init__(self, tree, ix, rel_ord, q, budget, params, trace=None, full_root=True):
         N, M = ix.N, ix.M
         self.t, self.ix, self.rel, self.q, self.p, self.budget, self.trace = tree, ix, rel_ord, q, params, budget, trace
+        r = tree.root   # the root's line: its summary, or its short line (no quotes)
+        self.rbody = int(ix.body[r]) if full_root or r < N else ix.label_tokens
+        self.rquotes = ix.quotes[r] if full_root or r < N else np.zeros(0, np.int64)
+        self.rtext = tree.texts[r] if full_root or r < N else ix.label
         self.selected, self.shown, self.ncomp = np.zeros(M, bool), np.zeros(M, bool), np.zeros(M, np.int64)
         self.qcount, self.gcount, self.score = np.zeros(N, np.int64), np.zeros(len(ix.gtext), np.int64), np.full(M, np.nan)
         self.nf = self.ns = self.summ_body = 0
         self.tline, self.twin_shown = {}, np.zeros(N, bool)   # texts of repeated facts that have a line; facts shown by a twin's line
         self.used, self.cap, self.heap = ix.header, params.overview_share * budget, []
         self.mf, self.ms = marker_tokens("f", min(N, budget // 4) + 2), marker_tokens("s", min(M - N, budget // 4) + 2)
+
+    def _body(self, a)->int: return self.rbody if a == self.t.root else int(self.ix.body[a])
+    def _quotes(self, a)->np.ndarray: return self.rquotes if a == self.t.root else self.ix.quotes[a]
+
+    def _refundable(self)->int:
+        "Most tokens a step can get back: the lines of every visible summary (a lower bound of any step's net cost is its own line minus this)."
+        return self.summ_body + int(self.ms[1:self.ns + 1].sum())
 
     def _log(self, c, score, action, cost):
         if self.trace is not None:
@@ -425,8 +458,8 @@ class _Walk:
             self.used += self._fact_line(root, 0, {}); self.nf = 1
             if ix.gid[root] >= 0: self.gcount[ix.gid[root]] += 1
         else:
-            self.shown[root] = True; self.ns = 1; self.summ_body = int(ix.body[root])
-            self.used += int(ix.body[root]) + int(self.ms[1]); self.qcount[ix.quotes[root]] += 1
+            self.shown[root] = True; self.ns = 1; self.summ_body = self.rbody
+            self.used += self.rbody + int(self.ms[1]); self.qcount[self.rquotes] += 1
             self._push(root)
         self._log(root, None, "root", self.used - ix.header)
 
@@ -440,7 +473,7 @@ class _Walk:
         if len(qc) and (self.qcount[qc] > 0).any(): return True
         a = int(self.t.parent[c])
         while a >= 0:
-            if self.shown[a] and self.t.texts[a] == self.t.texts[c]: return True
+            if self.shown[a] and (self.rtext if a == self.t.root else self.t.texts[a]) == self.t.texts[c]: return True
             a = int(self.t.parent[a])
         return False
 
@@ -451,8 +484,8 @@ class _Walk:
             st["chain"].append(a)
             if self.ncomp[a] + 1 < ix.arity[a]: return
             if self.shown[a]:
-                st["carried"].append(a); st["delta"] -= int(ix.body[a]) + int(self.ms[st["ns"]]); st["ns"] -= 1
-                for f in ix.quotes[a].tolist():
+                st["carried"].append(a); st["delta"] -= self._body(a) + int(self.ms[st["ns"]]); st["ns"] -= 1
+                for f in self._quotes(a).tolist():
                     st["dec"][f] = st["dec"].get(f, 0) + 1
                     if (self.selected[f] or f == st["c"]) and self.qcount[f] == st["dec"][f]: self._line(f, st)
                 return
@@ -475,7 +508,7 @@ class _Walk:
         self.twin_shown[st["twins"]] = True
         for a in st["chain"]: self.ncomp[a] += 1
         for a in st["carried"]:
-            self.shown[a] = False; self.qcount[ix.quotes[a]] -= 1; self.summ_body -= int(ix.body[a])
+            self.shown[a] = False; self.qcount[self._quotes(a)] -= 1; self.summ_body -= self._body(a)
         self.nf, self.ns, self.used = st["nf"], st["ns"], self.used + st["delta"]
 
     def _state(self, c):
@@ -486,11 +519,14 @@ class _Walk:
         ix, room = self.ix, self.budget - self.used
         if self.ns + 2 >= len(self.ms): self.ms = marker_tokens("s", 2 * (self.ns + 2))
         if self.nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (self.nf + 1))
+        if self.trace is None and int(ix.minfact[c]) + int(self.mf[self.nf + 1]) > room \
+                and int(ix.body[c]) + int(self.ms[self.ns + 1]) - self._refundable() > room:
+            return   # neither its line nor any fact below can fit: the skip below, decided without building the step
         st, show = self._state(c), False
         if not self._repeats(c):
             st["ns"] += 1; st["delta"] = int(ix.body[c]) + int(self.ms[st["ns"]])
             self._climb(int(self.t.parent[c]), st)
-            share = self.summ_body + int(ix.body[c]) - sum(int(ix.body[a]) for a in st["carried"]) + int(self.ms[1:st["ns"] + 1].sum())
+            share = self.summ_body + int(ix.body[c]) - sum(self._body(a) for a in st["carried"]) + int(self.ms[1:st["ns"] + 1].sum())
             show = share <= self.cap and st["delta"] <= room
         if not show:
             if int(ix.minfact[c]) + int(self.mf[self.nf + 1]) > room: return self._log(c, score, "skip: nothing below fits", 0)
@@ -504,6 +540,10 @@ class _Walk:
 
     def fact(self, c, score):
         "Pop of a fact: its line (or free inside a visible summary), then the climb; skipped if the net cost does not fit."
+        ix = self.ix
+        if self.trace is None and self.qcount[c] == 0 and not ix.twin[c]:
+            if self.nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (self.nf + 1))
+            if int(ix.body[c]) + int(self.mf[self.nf + 1]) - self._refundable() > self.budget - self.used: return   # cannot fit, whatever it carries
         st = self._state(c)
         if self.qcount[c] == 0: self._line(c, st)
         self._climb(int(self.t.parent[c]), st)
@@ -520,16 +560,28 @@ class _Walk:
             (self.fact if c < N else self.summary)(c, -negs)
         return self
 
-def _walk(tree, ix, rel_ord, q, budget, params, trace=None)->_Walk:
-    w = _Walk(tree, ix, rel_ord, q, budget, params, trace)
+def _walk(tree, ix, rel_ord, q, budget, params, trace=None, full_root=True)->_Walk:
+    w = _Walk(tree, ix, rel_ord, q, budget, params, trace, full_root)
     w.start(tree.root)
     return w.run()
 
-def _root_cost(ix, tree, dates)->int:
+def _root_cost(ix, tree, dates, full=True)->int:
+    "Header + the root's line: its summary (`full`) or its short line, or a fact line with its date line."
     r = tree.root
-    if r >= ix.N: return ix.header + int(ix.body[r]) + int(marker_tokens("s", 1)[1])
+    if r >= ix.N: return ix.header + (int(ix.body[r]) if full else ix.label_tokens) + int(marker_tokens("s", 1)[1])
     g = int(ix.gid[r])
     return ix.header + int(ix.body[r]) + int(marker_tokens("f", 1)[1]) + (int(ix.gtok[g]) if dates and g >= 0 else 0)
+
+def _root_full(ix, tree, params, eff)->bool:
+    "Does the root show its full summary? A fact root: always; else when its line fits the overview share and the budget, or the short line is no cheaper."
+    r = tree.root
+    if r < ix.N or ix.label_tokens >= int(ix.body[r]): return True
+    line = int(ix.body[r]) + int(marker_tokens("s", 1)[1])
+    return line <= params.overview_share * eff and ix.header + line <= eff
+
+def _min_budget(ix, tree, dates)->int:
+    "The smallest budget that returns something: header + the root's cheapest line."
+    return min(_root_cost(ix, tree, dates), _root_cost(ix, tree, dates, False) if tree.root >= ix.N else math.inf)
 
 def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
                  q:np.ndarray, # prompt embedding, float (d,), unit norm
@@ -549,10 +601,10 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
     if tree.n_nodes == 0: return done([], 0, "empty")
     ix, q = cover_index(tree), _check_query(tree, q)
     eff = min(budget, ix.total)                      # clamp: nothing can cost more than rendering every node
-    root_cost = _root_cost(ix, tree, params.dates)
-    if root_cost > eff: return done([], 0, "budget_too_small", root_cost)
+    min_budget = _min_budget(ix, tree, params.dates)
+    if min_budget > eff: return done([], 0, "budget_too_small", min_budget)
     rel_ord = fact_relevance(tree, q, prompt, params.lexical_weight)[tree.order]   # the one big product, depth-first order
-    w = _walk(tree, ix, rel_ord, q, eff, params, trace)
+    w = _walk(tree, ix, rel_ord, q, eff, params, trace, _root_full(ix, tree, params, eff))
     N = ix.N
     visible = np.concatenate([w.selected[:N] & (w.qcount == 0) & ~w.twin_shown, w.shown[N:]])
     vis = np.flatnonzero(visible)
@@ -566,8 +618,9 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
         if v < N: nf += 1; mark = f"f{nf}"
         else: ns += 1; mark = f"s{ns}"
         g = int(ix.group[v])
-        items.append(CoverItem(v, int(tree.level[v]), str(ix.kind[v]), tree.texts[v], None if v == tree.root else float(w.score[v]),
-                               int(ix.body[v]), ix.ids_ord[tree.start[v]:tree.stop[v]].tolist(), mark, ix.gtext[g] if g >= 0 else None))
+        root = v == tree.root
+        items.append(CoverItem(v, int(tree.level[v]), str(ix.kind[v]), w.rtext if root else tree.texts[v], None if root else float(w.score[v]),
+                               w._body(v), ix.ids_ord[tree.start[v]:tree.stop[v]].tolist(), mark, ix.gtext[g] if g >= 0 else None))
     return done(items, int(w.used), "ok", None, (tuple(groups), ix.gtext, ix.gkey))
 
 # %% ../nbs/06_cover.ipynb #3b8dc9b0

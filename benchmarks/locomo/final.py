@@ -22,8 +22,8 @@ def main():
     s = cv["final"]["setree"]["setting"]
     w_h = cv["final"]["hybrid"]["setting"]["lexical_weight"]
     st_c = cv["final"]["collapsed"]["setting"]["summary_tokens"]
-    p = CoverParams(overview_share=s["overview_share"], lexical_weight=s["lexical_weight"])
-    pn = CoverParams(overview_share=s["overview_share"], lexical_weight=s["lexical_weight"], dates=False)
+    chosen = {k: s[k] for k in ("overview_share", "lexical_weight", "tau") if k in s}
+    p, pn = CoverParams(**chosen), CoverParams(**chosen, dates=False)
     emb = CachedEmbedder(get_embedder()).load(CACHE)
     path = shared_data("locomo", "locomo_dev.json")
     ms = {"setree": SetreeCover(emb, p), "dense": DenseTopK(emb), "bm25": BM25(), "hybrid": HybridTopK(emb, w_h), "hrs": HierarchicalRelevanceSearch(emb),
