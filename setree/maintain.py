@@ -13,8 +13,9 @@ from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
 __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'TOP_CHURN', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations',
-           'full_rebuild', 'carry_terms', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble',
-           'update_fidelity', 'update_projections', 'update_line_tokens', 'incremental_pass']
+           'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'can_grow', 'patch_knn',
+           'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections', 'update_line_tokens',
+           'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
 def unique_facts(items # anything `setree.core.as_facts` accepts
@@ -331,18 +332,60 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
-# %% ../nbs/07b_maintain.ipynb #3d4a78b6
+# %% ../nbs/07b_maintain.ipynb #6d075d55
 def carry_terms(base:Tree, # the committed tree
                 tree:Tree, # the pass's new tree
                )->list[np.ndarray]: # `Tree.terms` of `tree`: the lexical (BM25) term ids of each of its facts
     "Lexical terms for a pass's tree: a fact whose id and text are unchanged keeps its terms; only new or changed texts are tokenized."
     from setree.lexical import term_ids
-    old = {} if base.terms is None else {(f.id, f.text): t for f, t in zip(base.facts, base.terms)}
-    todo = [i for i, f in enumerate(tree.facts) if (f.id, f.text) not in old]
+    from setree.store import _align
+    N, Nb = tree.n_facts, base.n_facts
+    pos = _align(np.asarray(base._keys, np.int64)[:Nb], np.asarray(tree._keys, np.int64)[:N]) if base.terms is not None else np.full(N, -1)
+    bf = base.facts   # a kept row key is the same fact, unless its text changed (a pass reuses the committed Fact objects)
+    same = [p >= 0 and (bf[p] is f or (bf[p].id, bf[p].text) == (f.id, f.text)) for p, f in zip(pos.tolist(), tree.facts)]
+    todo = [i for i, s in enumerate(same) if not s]
     fresh = dict(zip(todo, term_ids([tree.facts[i].text for i in todo]))) if todo else {}
-    return [fresh[i] if i in fresh else old[(f.id, f.text)] for i, f in enumerate(tree.facts)]
+    return [fresh[i] if i in fresh else base.terms[pos[i]] for i in range(N)]
 
-# %% ../nbs/07b_maintain.ipynb #0b2eefe9
+# %% ../nbs/07b_maintain.ipynb #54b12779
+class _Counts:
+    "Read-only counts: a base dict plus a delta (`get` is all `setree.summarize.phrase_weights` uses), without copying the base."
+    def __init__(self, base:dict, delta:dict): self.base, self.delta = base, delta
+    def get(self, k, d=0):
+        v = self.base.get(k, 0) + self.delta.get(k, 0)
+        return v if v else d
+    def settle(self)->dict:
+        "Fold the delta into the base dict (in place) and return it: the counts of the new tree."
+        for k, v in self.delta.items():
+            v += self.base.get(k, 0)
+            if v: self.base[k] = v
+            else: self.base.pop(k, None)
+        self.delta = {}
+        return self.base
+
+def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on it once computed)
+                       plan:_Plan, # the pass's facts
+                      ): # `setree.summarize.TermStats` of plan.facts, equal to `term_stats` of their texts
+    "Phrase statistics of a pass's facts from the committed tree's: only gone, new and changed facts are counted."
+    from collections import Counter
+    from setree.summarize import TermStats, fact_phrases, term_stats
+    bs = getattr(base, "_phrase_stats", None)
+    if bs is None or bs.n != base.n_facts: bs = base._phrase_stats = term_stats([f.text for f in base.facts])
+    delta = Counter()
+    if plan.gone:
+        for f in base.facts:
+            if f.id in plan.gone: delta.subtract(k for k, _ in fact_phrases(f.text))
+    for i in np.flatnonzero(plan.changed).tolist(): delta.update(k for k, _ in fact_phrases(plan.facts[i].text))
+    return TermStats(len(plan.facts), _Counts(bs.df, {k: v for k, v in delta.items() if v}))
+
+def settle_phrase_stats(base:Tree, tree:Tree):
+    "After a pass committed: its tree takes over the counts (updated in place); the committed tree it started from drops them."
+    ps = getattr(tree, "_phrase_stats", None)
+    if ps is not None and isinstance(ps.df, _Counts):
+        from setree.summarize import TermStats
+        tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
+
+# %% ../nbs/07b_maintain.ipynb #07050d9c
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -370,6 +413,7 @@ def maintain(self:KnowledgeBase)->dict:
             try: self._w.record_pass(report)
             except StoreError: pass
             return report
+        settle_phrase_stats(base, tree)
         with self._cache_lock: self._cache = (tree._generation, tree)
         return report
 
@@ -831,7 +875,7 @@ def update_line_tokens(tree:Tree # the pass's new tree
     tree.line_tokens = line_costs(tree)
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #9ec5e487
+# %% ../nbs/07b_maintain.ipynb #3fa91fd2
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -852,12 +896,13 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
     tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
     compute_order(tree)
-    summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs))
+    bg = tree._phrase_stats = carry_phrase_stats(base, plan)
+    summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg)
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
         cs = np.bincount(tree.parent[tree.parent >= 0], weights=tree.tokens[tree.parent >= 0], minlength=M)
         bad = np.flatnonzero((tree.tokens > cs) & (np.arange(M) >= N))
         if not len(bad): break
-        needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad)
+        needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad, background=bg)
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
     update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     update_line_tokens(tree)
@@ -865,7 +910,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     tree._touched, tree._next_key, tree._norms, tree._graft = st.touched, next_key, plan.norms, st.graft
     return tree, needs, dirty | needs | (ob < 0)
 
-# %% ../nbs/07b_maintain.ipynb #ce77c0c7
+# %% ../nbs/07b_maintain.ipynb #9baa9f90
 @patch
 def tree(self:KnowledgeBase)->Tree:
     "The last committed tree (cached; reloaded when a pass of any process committed since). Never waits for a running pass."
@@ -890,5 +935,5 @@ def retrieve(self:KnowledgeBase, prompt:str, # the prompt
 
 @patch
 def stats(self:KnowledgeBase)->dict:
-    "`Store.stats()` plus pending (queued, not applied), queued_seq, applied_seq and last_pass (the last pass report, or None)."
-    return {**self._r.stats(), **self._r.queue_state()}
+    "`Store.stats()` plus pending (queued, not applied), queued_seq, applied_seq and last_pass (the last pass report, or None), all read in one transaction."
+    return self._r.stats(queue=True)

@@ -589,28 +589,30 @@ def _canonical_level(lv:ClusterLevel)->ClusterLevel:
                         community=np.asarray(lv.community)[o], knn_idx=np.where(idx >= 0, inv[np.maximum(idx, 0)], -1),
                         knn_sim=np.asarray(lv.knn_sim)[o])
 
-# %% ../nbs/07_store.ipynb #72a061a2
+# %% ../nbs/07_store.ipynb #9e20abf9
 @patch
-def stats(self:Store)->dict:
-    "Summary of the store: facts, nodes, levels, depth, embedder_id, seed, schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreError` for a damaged file (SQLite `PRAGMA quick_check`)."
+def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), read in the same transaction
+         )->dict:
+    "Summary of the store, read in one transaction: facts, nodes, levels, depth, embedder_id, seed, schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreError` for a damaged file (SQLite `PRAGMA quick_check`)."
     def read(con):
         meta = _meta(con)
         n_facts = con.execute("SELECT count(*) FROM facts").fetchone()[0]
         internal = ("level > 0", ()) if self.version >= 2 else ("v >= ?", (n_facts,))
-        return dict(path=str(self.path), facts=n_facts, nodes=con.execute("SELECT count(*) FROM nodes").fetchone()[0],
-                    levels=con.execute("SELECT coalesce(max(level), 0) FROM nodes").fetchone()[0],
-                    depth=json.loads(meta.get("depth", "null")), embedder_id=meta.get("embedder_id", ""),
-                    seed=json.loads(meta.get("seed", "null")), schema_version=int(meta["schema_version"]),
-                    summarizers=dict(con.execute(f"SELECT summarizer, count(*) FROM nodes WHERE {internal[0]} GROUP BY summarizer ORDER BY summarizer", internal[1])),
-                    truncated=con.execute("SELECT coalesce(sum(truncated), 0) FROM facts").fetchone()[0])
-    out = self._txn(read, write=False)
-    problems = [r[0] for r in self._txn(lambda con: con.execute("PRAGMA quick_check").fetchall(), write=False)]
+        out = dict(path=str(self.path), facts=n_facts, nodes=con.execute("SELECT count(*) FROM nodes").fetchone()[0],
+                   levels=con.execute("SELECT coalesce(max(level), 0) FROM nodes").fetchone()[0],
+                   depth=json.loads(meta.get("depth", "null")), embedder_id=meta.get("embedder_id", ""),
+                   seed=json.loads(meta.get("seed", "null")), schema_version=int(meta["schema_version"]),
+                   summarizers=dict(con.execute(f"SELECT summarizer, count(*) FROM nodes WHERE {internal[0]} GROUP BY summarizer ORDER BY summarizer", internal[1])),
+                   truncated=con.execute("SELECT coalesce(sum(truncated), 0) FROM facts").fetchone()[0])
+        if queue: out.update(_queue_in(con) if self.version >= 2 else dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None))
+        return out, [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
+    out, problems = self._txn(read, write=False)
     if problems != ["ok"]: raise StoreError(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})")
     out["integrity"] = "ok"
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #939181d5
+# %% ../nbs/07_store.ipynb #e03521e7
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -628,14 +630,16 @@ def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "re
 @patch
 def queue_state(self:Store)->dict:
     "pending (queued, not yet applied), queued_seq (last seq queued), applied_seq (last seq applied), last_pass (dict or None)."
-    def read(con):
-        meta = _meta(con)
-        q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
-        applied = int(meta.get("applied_seq", "0"))
-        return dict(pending=con.execute("SELECT count(*) FROM queue WHERE seq > ?", (applied,)).fetchone()[0],
-                    queued_seq=int(q[0]) if q else 0, applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")))
     if self.version < 2: return dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None)
-    return self._txn(read, write=False)
+    return self._txn(_queue_in, write=False)
+
+def _queue_in(con)->dict:
+    "`queue_state` inside an open transaction."
+    meta = _meta(con)
+    q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
+    applied = int(meta.get("applied_seq", "0"))
+    return dict(pending=con.execute("SELECT count(*) FROM queue WHERE seq > ?", (applied,)).fetchone()[0],
+                queued_seq=int(q[0]) if q else 0, applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")))
 
 @patch
 def queued(self:Store, after:int=0 # only entries with seq > after
@@ -676,10 +680,18 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #6f0ae4eb
+# %% ../nbs/07_store.ipynb #c22fd92a
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
-    "For each key of `Kn`: its position in `Ko`, or -1."
+    """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
+    Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
+    (a maintenance pass aligns key arrays of the whole tree dozens of times); other keys fall back to a sort."""
+    Ko, Kn = np.asarray(Ko, np.int64), np.asarray(Kn, np.int64)
     if not len(Ko): return np.full(len(Kn), -1, np.int64)
+    lo, hi = int(Ko.min()), int(Ko.max())
+    if lo >= 0 and hi < 4 * len(Ko) + (1 << 20):
+        lut = np.full(hi + 1, -1, np.int64); lut[Ko[::-1]] = np.arange(len(Ko) - 1, -1, -1)
+        ok = (Kn >= 0) & (Kn <= hi)
+        return np.where(ok, lut[np.where(ok, Kn, 0)], -1)
     o = np.argsort(Ko, kind="stable"); s = Ko[o]
     i = np.minimum(np.searchsorted(s, Kn), len(s) - 1)
     return np.where(s[i] == Kn, o[i], -1)
