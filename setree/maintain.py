@@ -12,10 +12,10 @@ from .core import ClusterLevel, Fact, Tree, as_facts, count_tokens, patch
 from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'TOP_CHURN', 'unique_facts', 'Ack', 'KnowledgeBase', 'plan_mutations',
-           'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'can_grow', 'patch_knn',
-           'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections', 'update_line_tokens',
-           'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'TOP_CHURN', 'unique_facts', 'Ack', 'KnowledgeBase',
+           'plan_mutations', 'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'can_grow',
+           'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
+           'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
 def unique_facts(items # anything `setree.core.as_facts` accepts
@@ -347,7 +347,7 @@ def carry_terms(base:Tree, # the committed tree
     fresh = dict(zip(todo, term_ids([tree.facts[i].text for i in todo]))) if todo else {}
     return [fresh[i] if i in fresh else base.terms[pos[i]] for i in range(N)]
 
-# %% ../nbs/07b_maintain.ipynb #54b12779
+# %% ../nbs/07b_maintain.ipynb #4404a005
 class _Counts:
     "Read-only counts: a base dict plus a delta (`get` is all `setree.summarize.phrase_weights` uses), without copying the base."
     def __init__(self, base:dict, delta:dict): self.base, self.delta = base, delta
@@ -368,9 +368,11 @@ def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on i
                       ): # `setree.summarize.TermStats` of plan.facts, equal to `term_stats` of their texts
     "Phrase statistics of a pass's facts from the committed tree's: only gone, new and changed facts are counted."
     from collections import Counter
-    from setree.summarize import TermStats, fact_phrases, term_stats
+    from setree.summarize import TermStats, fact_phrases, prime, term_stats
     bs = getattr(base, "_phrase_stats", None)
-    if bs is None or bs.n != base.n_facts: bs = base._phrase_stats = term_stats([f.text for f in base.facts])
+    if bs is None or bs.n != base.n_facts:   # the first pass of a process: count once, and fill the summarizer's per-text caches
+        texts = [f.text for f in base.facts]
+        bs = base._phrase_stats = term_stats(texts); prime(texts)
     delta = Counter()
     if plan.gone:
         for f in base.facts:
@@ -385,7 +387,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #07050d9c
+# %% ../nbs/07b_maintain.ipynb #ad1d71a5
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -406,7 +408,8 @@ def maintain(self:KnowledgeBase)->dict:
             dirty, dirty_facts = info.pop("_dirty", None), info.pop("_dirty_facts", None)
             report.update(info)
             report["seconds"] = round(time.perf_counter() - t0, 4)
-            report["rows"] = self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"])
+            report["rows"] = self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"],
+                                                 dirty_members=getattr(tree, "_member_redo", None))
         except StoreBusy: raise
         except Exception as e:
             report.update(error=f"{type(e).__name__}: {e}", seconds=round(time.perf_counter() - t0, 4), applied_seq=state["applied_seq"])
@@ -445,10 +448,11 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #6ac5d74f
+# %% ../nbs/07b_maintain.ipynb #445fa707
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
+KEEP_MOVED = True       # a level above the facts whose member set is the committed one keeps its communities (only centroids moved: no Leiden, no new summaries)
 TOP_CHURN = 0.25        # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
 
@@ -606,13 +610,13 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #ec59946a
+# %% ../nbs/07b_maintain.ipynb #064c2cbf
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
                keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
               ):
     "Re-cluster one changed level: patch its kNN graph, re-run Leiden on the affected communities, decide the parents."
     from setree.cluster import canonical, split_oversize
-    idx, sim, _ = patch_knn(m, old, pos, chg, config.k_max)
+    idx, sim, rk = patch_knn(m, old, pos, chg, config.k_max)
     init = np.where(pos >= 0, old["community"][np.maximum(pos, 0)], -1)
     gone_c = old["community"][np.isin(old["keys"], removed)]
     near = idx[chg].ravel(); near = near[near >= 0]
@@ -626,7 +630,9 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
         near_c = nb[np.arange(len(nb)), np.argmax(nb >= 0, 1)] if nb.shape[1] else np.full(len(nb), -1)
         lab = canonical(np.where(init >= 0, init, np.where(near_c >= 0, near_c, -1 - np.arange(len(X)))))
     else: lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
-    lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
+    tot, size = np.bincount(lab, m.est[X]), np.bincount(lab)
+    if ((tot > config.window_tokens) & (size >= 2)).any():   # (the induced graph is built only when a community must be split)
+        lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
     # a re-decided community with exactly its committed members keeps its label; any other gets a new one
     comm, fresh = init.copy(), int(old["community"].max(initial=-1)) + 1
     _, _, lo, lb = _groups(lab)
@@ -651,8 +657,9 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     par = np.where(size[inv] > 1, pk[inv], -1)
     grouped = np.flatnonzero(par >= 0)
     st.parent_of.update(zip(m.keys[grouped].tolist(), par[grouped].tolist()))
+    redo = chg.copy(); redo[rk] = True   # rows whose centroid or neighbour list may differ from the committed ones
     st.levels.append(dict(keys=m.keys, C=m.C, parents=par, community=comm,
-                          knn=np.where(idx >= 0, m.keys[np.maximum(idx, 0)], -1), knn_sim=sim))
+                          knn=np.where(idx >= 0, m.keys[np.maximum(idx, 0)], -1), knn_sim=sim, redo=m.keys[redo]))
     return (u, inv, o, b, pk, same), next_key
 
 # %% ../nbs/07b_maintain.ipynb #b67decf1
@@ -685,7 +692,7 @@ def _graft(m:_Members, chg:np.ndarray, l:int, base:Tree, Kb:np.ndarray, config, 
                               community=lv.community, knn=np.where(idx >= 0, keyof[mem[np.maximum(idx, 0)]], -1), knn_sim=lv.knn_sim))
     return next_key
 
-# %% ../nbs/07b_maintain.ipynb #44c7b533
+# %% ../nbs/07b_maintain.ipynb #78509c99
 def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
     "Level by level from the facts up: stop at the first clean level, re-cluster the changed ones, rebuild the top like a build."
     from setree.cluster import STALL_RATIO
@@ -710,6 +717,7 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
             if churn < 0 or churn > TOP_CHURN * len(old["keys"]):
                 st.graft = l; next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
             keep = True
+        elif KEEP_MOVED and l > 0 and not (pos < 0).any() and not len(removed): keep = True   # same members, only centroids moved
         trial = _Grow(dict(st.parent_of), dict(st.nodes), list(st.levels), st.clean, st.touched)
         grp, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l, keep=keep)
         if len(grp[0]) > 1 and len(grp[0]) > STALL_RATIO * len(m.keys):   # no progress: this level and the rest as a build does them
@@ -780,13 +788,13 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
                 if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
     return t, needs, kept
 
-# %% ../nbs/07b_maintain.ipynb #4f92f990
+# %% ../nbs/07b_maintain.ipynb #aa589eea
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
     "The clustering state of the new tree (node numbers, members in ascending order): the levels the pass decided, then the committed ones above a clean level."
     from setree.store import _align, _canonical_level
     Kb = np.asarray(base._keys, np.int64)
     lvls = list(st.levels)
-    if st.clean >= 0: lvls += [_old_level(base, Kb, l) for l in range(st.clean, len(base.levels))]
+    if st.clean >= 0: lvls += [{**_old_level(base, Kb, l), "redo": np.zeros(0, np.int64)} for l in range(st.clean, len(base.levels))]
     out = []
     for d in lvls:
         mem = _align(K, d["keys"]); knn = d["knn"]
@@ -795,7 +803,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
         out.append(_canonical_level(ClusterLevel(members=mem, centroids=np.asarray(d["C"], np.float32), parents=par,
                                                  community=np.asarray(d["community"], np.int64), knn_idx=pos.astype(np.int64),
                                                  knn_sim=np.asarray(d["knn_sim"], np.float32))))
-    return out
+    return out, [d.get("redo") for d in lvls]
 
 # %% ../nbs/07b_maintain.ipynb #5c867da7
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
@@ -875,7 +883,7 @@ def update_line_tokens(tree:Tree # the pass's new tree
     tree.line_tokens = line_costs(tree)
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #3fa91fd2
+# %% ../nbs/07b_maintain.ipynb #733a1234
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -906,7 +914,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
     update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     update_line_tokens(tree)
-    tree.levels = _levels_in_numbers(st, base, tree._keys)
+    tree.levels, tree._member_redo = _levels_in_numbers(st, base, tree._keys)
     tree._touched, tree._next_key, tree._norms, tree._graft = st.touched, next_key, plan.norms, st.graft
     return tree, needs, dirty | needs | (ob < 0)
 

@@ -612,7 +612,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #e03521e7
+# %% ../nbs/07_store.ipynb #7a19c6cc
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -656,6 +656,7 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
                 dirty=None, # optional (M,) bool: nodes whose text/summary/vectors may differ from base (None: compare everything)
                 dirty_facts=None, # optional (N,) bool: facts whose id/text/meta may differ
                 full:bool=False, # rewrite every row (a full rebuild)
+                dirty_members=None, # optional list, one per clustering level of `tree`: member keys whose centroid or kNN row may differ (None for a level: compare everything)
                )->dict: # rows written per table
     """Commit a maintenance pass in ONE transaction: the tree's changed rows, the drained queue and the report; or nothing.
     Raises `StoreError` when another pass committed since `base` was loaded (nothing written)."""
@@ -666,7 +667,7 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
         if gen != getattr(base, "_generation", -1): raise StoreError(f"store {self.path} changed since this pass started (another pass committed); run it again")
         _check_embedder_in(self, con, tree, full)
         if full or getattr(base, "_keys", None) is None: _write_all(con, tree, K); out = {"full": True}
-        else: out = _write_changes(con, base, tree, dirty, dirty_facts)
+        else: out = _write_changes(con, base, tree, dirty, dirty_facts, dirty_members)
         con.execute("DELETE FROM queue WHERE seq <= ?", (upto,))
         _write_meta(con, tree, K, {"applied_seq": str(upto), "last_pass": _dumps({**report, "rows": out}, "pass report")})
         return out
@@ -680,7 +681,7 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #c22fd92a
+# %% ../nbs/07_store.ipynb #ddc44a11
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
@@ -731,8 +732,8 @@ def _changed_facts(old:Tree, Ko, new:Tree, Kn, dirty_facts)->np.ndarray:
 
 def _level_keys(t:Tree, K:np.ndarray, l:int)->np.ndarray: return K[np.asarray(t.levels[l].members, np.int64)]
 
-def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int)->np.ndarray:
-    "(m,) bool: member rows of level `l` of `new` that differ from the stored ones."
+def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
+    "(m,) bool: member rows of level `l` of `new` that differ from the stored ones; `redo`: keys of the only rows whose vectors may differ (None: compare them all)."
     lk = _level_keys(new, Kn, l)
     if l >= len(old.levels): return np.ones(len(lk), bool)
     a, b = old.levels[l], new.levels[l]
@@ -745,11 +746,12 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int)->np.ndarray:
         return np.where(idx >= 0, K[mem[np.maximum(idx, 0)]], -1) if len(mem) else idx
     ch[f] |= pk(a, Ko)[p] != pk(b, Kn)[f]
     ch[f] |= np.asarray(a.community)[p] != np.asarray(b.community)[f]
+    if redo is not None: return ch | np.isin(lk, redo)
     ch[f] |= (nk(a, Ko)[p] != nk(b, Kn)[f]).any(1) | (np.asarray(a.knn_sim)[p] != np.asarray(b.knn_sim)[f]).any(1)
     ch[f] |= (np.asarray(a.centroids)[p] != np.asarray(b.centroids)[f]).any(1)
     return ch
 
-def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None)->dict:
+def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_members=None)->dict:
     "Write only the rows in which `new` differs from the stored `old` (rows matched by key). Returns rows written per table."
     Ko, Kn = _keys_of(old), _keys_of(new)
     gone = np.setdiff1d(Ko, Kn)
@@ -770,7 +772,7 @@ def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None)->dict:
         if l < len(old.levels):
             stale = np.setdiff1d(_level_keys(old, Ko, l), _level_keys(new, Kn, l))
             con.executemany("DELETE FROM members WHERE l = ? AND k = ?", ((l, int(k)) for k in stale))
-        cm = np.flatnonzero(_changed_members(old, Ko, new, Kn, l))
+        cm = np.flatnonzero(_changed_members(old, Ko, new, Kn, l, None if dirty_members is None else dirty_members[l]))
         con.executemany(_INS["members"], _member_rows(new, Kn, l, cm.tolist())); out["members"] += int(len(cm))
     _write_derived(con, new)
     return out
