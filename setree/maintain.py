@@ -549,7 +549,13 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #cd344418
+# %% ../nbs/07b_maintain.ipynb #c0931bd6
+def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray):
+    "`dst[where] = src[idx]` (`where` bool, `idx` positions); one slice copy when both are a single run (a pass that only inserts)."
+    w = np.flatnonzero(where)
+    if len(w) and w[-1] - w[0] + 1 == len(w) and (np.diff(idx) == 1).all(): dst[w[0]:w[-1] + 1] = src[idx[0]:idx[0] + len(w)]
+    elif len(w): dst[w] = src[idx]
+
 def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     "Level-0 members (the facts) with their vectors: the committed ones reused, the new and changed ones embedded."
     from setree.cluster import _unit
@@ -558,7 +564,7 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     pos = np.where(plan.keys >= 0, _align(Kb[:base.n_facts], plan.keys), -1)
     keep = (pos >= 0) & ~plan.changed
     E = np.zeros((N, base.emb.shape[1]), np.float32); tok = np.zeros(N, np.int64); tr = np.zeros(N, bool)
-    E[keep], tok[keep] = base.emb[pos[keep]], base.tokens[pos[keep]]
+    _copy_rows(E, keep, base.emb, pos[keep]); tok[keep] = base.tokens[pos[keep]]
     if base.truncated is not None: tr[keep] = base.truncated[pos[keep]]
     ch = np.flatnonzero(~keep)
     if len(ch):
@@ -569,7 +575,7 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     C = np.empty((N, E.shape[1]), np.float32)   # centroids exactly as the build computes them; a kept fact's is the committed one
     lv0 = base.levels[0]; j = _align(np.asarray(lv0.members, np.int64), pos[keep])
     if (j < 0).any(): keep[np.flatnonzero(keep)[j < 0]] = False; j = j[j >= 0]
-    C[keep] = np.asarray(lv0.centroids)[j]; redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
+    _copy_rows(C, keep, np.asarray(lv0.centroids), j); redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
     return _Members(keys, C, tok, np.zeros(N, np.int64), E), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
 
 # %% ../nbs/07b_maintain.ipynb #c86a0d81
@@ -883,7 +889,7 @@ def update_line_tokens(tree:Tree # the pass's new tree
     tree.line_tokens = line_costs(tree)
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #733a1234
+# %% ../nbs/07b_maintain.ipynb #d5666308
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -891,7 +897,6 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
                     )->tuple[Tree, np.ndarray, np.ndarray]: # the new tree (row keys attached), nodes summarized, nodes whose row may differ
     "The maintenance pass proper (see the steps above)."
     from setree.build import summarize_tree
-    from setree.fidelity import compute_order
     from setree.store import _align
     facts, tr, fchg, st, next_key = grow_levels(base, plan, embedder, config, next_key)
     tree, needs, kept = assemble(base, plan, facts, tr, st, embedder.identity, config)
@@ -903,7 +908,6 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     was = np.where(ob >= 0, np.asarray(base.faithfulness)[np.maximum(ob, 0)], 101)   # below the threshold, and worse than when committed
     low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
     tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
-    compute_order(tree)
     bg = tree._phrase_stats = carry_phrase_stats(base, plan)
     summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg)
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
