@@ -347,7 +347,7 @@ def carry_terms(base:Tree, # the committed tree
     fresh = dict(zip(todo, term_ids([tree.facts[i].text for i in todo]))) if todo else {}
     return [fresh[i] if i in fresh else base.terms[pos[i]] for i in range(N)]
 
-# %% ../nbs/07b_maintain.ipynb #4404a005
+# %% ../nbs/07b_maintain.ipynb #8f744a27
 class _Counts:
     "Read-only counts: a base dict plus a delta (`get` is all `setree.summarize.phrase_weights` uses), without copying the base."
     def __init__(self, base:dict, delta:dict): self.base, self.delta = base, delta
@@ -370,7 +370,7 @@ def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on i
     from collections import Counter
     from setree.summarize import TermStats, fact_phrases, prime, term_stats
     bs = getattr(base, "_phrase_stats", None)
-    if bs is None or bs.n != base.n_facts:   # the first pass of a process: count once, and fill the summarizer's per-text caches
+    if bs is None or bs.n != base.n_facts:   # the first pass of a process: count once, and keep the facts' phrase ids
         texts = [f.text for f in base.facts]
         bs = base._phrase_stats = term_stats(texts); prime(texts)
     delta = Counter()

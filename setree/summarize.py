@@ -227,7 +227,7 @@ def keyphrases(texts:list[str], # the node's facts, most central first
                 if groups is not None: break
     return ", ".join(chosen)
 
-# %% ../nbs/03_summarize.ipynb #61824f83
+# %% ../nbs/03_summarize.ipynb #b0b79a94
 _PHRASE_ID: dict = {}          # phrase key -> id (process-wide vocabulary of `fact_phrases` keys)
 _PHRASE_KEYS: list = []        # id -> phrase key
 _PHRASE_WORDS = np.full((1024, 2), -1, np.int64)   # id -> ids of the two words of a word pair; (-1, -1) for a single word
@@ -250,8 +250,7 @@ def _fact_phrase_ids(text:str)->np.ndarray:
 
 def prime(texts:list[str] # fact texts the process will summarize again and again (a knowledge base's facts)
          ):
-    "Fill this process's per-text caches (token counts and [UNK] flags, phrases and their ids) for `texts` in one batch."
-    token_info(texts)
+    "Fill this process's per-text phrase caches (`fact_phrases` and the phrase ids `top_phrases` counts with) for `texts`."
     for t in texts: _fact_phrase_ids(t)
 
 def top_phrases(texts:list[str], # the node's facts, most central first
