@@ -81,7 +81,7 @@ def main():
                               depth=int(t.depth.max()), levels=[len(lv.members) for lv in t.levels], setree=setree.__file__,
                               sections={k: round(v / len(w), 4) for k, v in sorted(T.items(), key=lambda x: -x[1])} if a.sections else None)))
     finally:
-        for ext in ("", "-wal", "-shm"):
+        for ext in ("", "-wal", "-shm", "-lock"):   # (-lock: the pass lock file next to the store)
             if Path(str(work) + ext).exists(): Path(str(work) + ext).unlink()
 
 if __name__ == "__main__": main()
