@@ -475,8 +475,6 @@ def main(argv=None):
     return {"cost": cmd_cost, "quality": cmd_quality, "faults": cmd_faults}[a.cmd](a)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 # ---------------------------------------------------------------- tables
@@ -600,3 +598,7 @@ def write_summary(bench_dir:Path):
                       faults_summary(faults)]
     (bench_dir / "maintenance.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     (bench_dir / "maintenance.json").write_text(json.dumps({"cost": cost, "quality": quality, "faults": faults}, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

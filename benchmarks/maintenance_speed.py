@@ -1,20 +1,42 @@
 """Single-fact insert + maintenance pass on a copy of a stored knowledge base, on one core: P50/P95 wall time (prompt embedding
 included), summarizer calls and rows written per pass, and the time to load the store.
 
-usage: python benchmarks/maintenance_speed.py N REPS STORE [--label L]
+usage: python benchmarks/maintenance_speed.py N REPS STORE [--label L] [--sections]
   N      facts: the first N lines of the corpus (their vectors from the cached chunks, see EMB_CACHE)
   STORE  a knowledge base of those N facts; built (once) when missing, then only copied: the measured passes run on the copy
+  --sections  also time the steps of a pass (wall seconds inside each of the functions in SECTIONS, summed over the measured passes;
+              nested steps are also counted in their callers, so the shares do not add up to 100 %)
 Prints one JSON line. Set PYTHONPATH to measure another checkout of setree (the report does, for the code before a change)."""
-import argparse, json, os, sqlite3, time
+import argparse, functools, json, os, sqlite3, time
 from pathlib import Path
 import numpy as np
 
 EMB_CACHE = Path(os.environ.get("SETREE_EMB_CACHE", "/work/cache/maint"))   # chunk_%06d.npy: 2,000 corpus vectors each
 CORPUS = Path(os.environ.get("SETREE_SHARED_DATA", "/work/shared/data")) / "corpus" / "sentences.txt"
+SECTIONS = {"setree.maintain": ["plan_mutations", "grow_levels", "_fact_members", "_one_level", "patch_knn", "relabel", "_next_members",
+                                "assemble", "update_fidelity", "update_projections", "update_line_tokens", "_levels_in_numbers", "carry_terms"],
+            "setree.build": ["summarize_tree"], "setree.fidelity": ["compute_order"],
+            "setree.store": ["_check_tree", "_write_changes", "_write_derived"], "setree.store.Store": ["commit_pass"]}
+
+def time_sections(T:dict):
+    "Wrap the functions of SECTIONS so that each call adds its wall time to T[name] (module attributes are looked up at call time)."
+    import importlib
+    for mod, names in SECTIONS.items():
+        obj = importlib.import_module(mod) if not mod.endswith(".Store") else importlib.import_module("setree.store").Store
+        for nm in names:
+            f = getattr(obj, nm, None)
+            if f is None: continue
+            def g(*a, _f=f, _nm=nm, **k):
+                t0 = time.perf_counter()
+                try: return _f(*a, **k)
+                finally: T[_nm] = T.get(_nm, 0.0) + time.perf_counter() - t0
+            setattr(obj, nm, functools.wraps(f)(g))
 
 def main():
     ap = argparse.ArgumentParser(); ap.add_argument("n", type=int); ap.add_argument("reps", type=int); ap.add_argument("store")
-    ap.add_argument("--label", default=""); a = ap.parse_args()
+    ap.add_argument("--label", default=""); ap.add_argument("--sections", action="store_true"); a = ap.parse_args()
+    T = {}
+    if a.sections: time_sections(T)
     import setree
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
@@ -44,6 +66,7 @@ def main():
         kb = KnowledgeBase(work, embedder=E); kb.tree(); inner.embed_query("warm up")
         walls, calls, rows = [], [], []
         for i in range(a.reps):
+            if i == 1: T.clear()   # (the first pass is left out, as below)
             text = lines[60000 + i]   # beyond the stored facts
             t0 = time.perf_counter(); kb.insert(text); r = kb.maintain(); inner.embed_query(text); walls.append(time.perf_counter() - t0)
             if r["error"] or r["full_rebuild"]: raise SystemExit(f"pass {i} failed or rebuilt: {r}")
@@ -55,9 +78,10 @@ def main():
         w = walls[1:] or walls   # the first pass also fills caches (the facts' normalized texts)
         print(json.dumps(dict(label=a.label, n=a.n, reps=a.reps, p50_s=float(np.percentile(w, 50)), p95_s=float(np.percentile(w, 95)),
                               walls=[round(x, 4) for x in walls], calls=calls, rows=rows, load_s=[round(x, 3) for x in loads],
-                              depth=int(t.depth.max()), levels=[len(lv.members) for lv in t.levels], setree=setree.__file__)))
+                              depth=int(t.depth.max()), levels=[len(lv.members) for lv in t.levels], setree=setree.__file__,
+                              sections={k: round(v / len(w), 4) for k, v in sorted(T.items(), key=lambda x: -x[1])} if a.sections else None)))
     finally:
-        for ext in ("", "-wal", "-shm"):
+        for ext in ("", "-wal", "-shm", "-lock"):   # (-lock: the pass lock file next to the store)
             if Path(str(work) + ext).exists(): Path(str(work) + ext).unlink()
 
 if __name__ == "__main__": main()

@@ -240,7 +240,7 @@ def _apply(tree:Tree, nodes, summaries, embedder):
     for v in single: tree.emb[v] = tree.emb[tree.quotes[v][0]]
     if rest: tree.emb[rest] = embedder.embed([tree.texts[v] for v in rest])
 
-# %% ../nbs/05_build.ipynb #7871a59b
+# %% ../nbs/05_build.ipynb #f29235b6
 def _offsets(tree:Tree, nodes, mu, epsilon):
     "Children whose angle to the parent summary, arccos <s_p, mu_c>, exceeds epsilon (radians): {node: [child index, ...]}."
     out = {}
@@ -256,6 +256,7 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
                    config:Config, # summary_tokens, epsilon, llm_timeout
                    progress:Progress|None=None, # counts finished summaries (see `Progress`)
                    only=None, # node numbers to (re)summarize, e.g. the changed parents of a maintenance pass; None: every internal node
+                   background=None, # the facts' phrase statistics (`setree.summarize.term_stats` of tree.texts[:N]) when the caller has them; None: counted here
                   )->Tree:
     "The deferred summarization pass: bottom-up, a level at a time; fills texts, tokens, quotes, summarizer and emb of internal nodes."
     from setree.fidelity import compute_order
@@ -266,7 +267,7 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     until = time.monotonic() + config.llm_timeout
     if progress: progress.expect(tree.n_nodes - N if keep is None else len(keep))
     from setree.summarize import term_stats
-    bg = term_stats(tree.texts[:N])   # the knowledge base's phrase statistics, for keyphrase summaries
+    bg = term_stats(tree.texts[:N]) if background is None else background   # the knowledge base's phrase statistics, for keyphrase summaries
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
         if not nodes: continue

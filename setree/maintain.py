@@ -12,9 +12,10 @@ from .core import ClusterLevel, Fact, Tree, as_facts, count_tokens, patch
 from .store import Store, StoreBusy, StoreError, _meta, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'TOP_CHURN', 'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild',
-           'carry_terms', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity',
-           'update_projections', 'update_line_tokens', 'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'TOP_CHURN', 'Ack', 'KnowledgeBase', 'plan_mutations',
+           'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'can_grow', 'patch_knn',
+           'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections', 'update_line_tokens',
+           'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
 from .build import unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
@@ -313,18 +314,62 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
-# %% ../nbs/07b_maintain.ipynb #3d4a78b6
+# %% ../nbs/07b_maintain.ipynb #6d075d55
 def carry_terms(base:Tree, # the committed tree
                 tree:Tree, # the pass's new tree
                )->list[np.ndarray]: # `Tree.terms` of `tree`: the lexical (BM25) term ids of each of its facts
     "Lexical terms for a pass's tree: a fact whose id and text are unchanged keeps its terms; only new or changed texts are tokenized."
     from setree.lexical import term_ids
-    old = {} if base.terms is None else {(f.id, f.text): t for f, t in zip(base.facts, base.terms)}
-    todo = [i for i, f in enumerate(tree.facts) if (f.id, f.text) not in old]
+    from setree.store import _align
+    N, Nb = tree.n_facts, base.n_facts
+    pos = _align(np.asarray(base._keys, np.int64)[:Nb], np.asarray(tree._keys, np.int64)[:N]) if base.terms is not None else np.full(N, -1)
+    bf = base.facts   # a kept row key is the same fact, unless its text changed (a pass reuses the committed Fact objects)
+    same = [p >= 0 and (bf[p] is f or (bf[p].id, bf[p].text) == (f.id, f.text)) for p, f in zip(pos.tolist(), tree.facts)]
+    todo = [i for i, s in enumerate(same) if not s]
     fresh = dict(zip(todo, term_ids([tree.facts[i].text for i in todo]))) if todo else {}
-    return [fresh[i] if i in fresh else old[(f.id, f.text)] for i, f in enumerate(tree.facts)]
+    return [fresh[i] if i in fresh else base.terms[pos[i]] for i in range(N)]
 
-# %% ../nbs/07b_maintain.ipynb #0b2eefe9
+# %% ../nbs/07b_maintain.ipynb #8f744a27
+class _Counts:
+    "Read-only counts: a base dict plus a delta (`get` is all `setree.summarize.phrase_weights` uses), without copying the base."
+    def __init__(self, base:dict, delta:dict): self.base, self.delta = base, delta
+    def get(self, k, d=0):
+        v = self.base.get(k, 0) + self.delta.get(k, 0)
+        return v if v else d
+    def settle(self)->dict:
+        "Fold the delta into the base dict (in place) and return it: the counts of the new tree."
+        for k, v in self.delta.items():
+            v += self.base.get(k, 0)
+            if v: self.base[k] = v
+            else: self.base.pop(k, None)
+        self.delta = {}
+        return self.base
+
+def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on it once computed)
+                       plan:_Plan, # the pass's facts
+                      ): # `setree.summarize.TermStats` of plan.facts, equal to `term_stats` of their texts
+    "Phrase statistics of a pass's facts from the committed tree's: only gone, new and changed facts are counted."
+    from collections import Counter
+    from setree.summarize import TermStats, fact_phrases, prime, term_stats
+    bs = getattr(base, "_phrase_stats", None)
+    if bs is None or bs.n != base.n_facts:   # the first pass of a process: count once, and keep the facts' phrase ids
+        texts = [f.text for f in base.facts]
+        bs = base._phrase_stats = term_stats(texts); prime(texts)
+    delta = Counter()
+    if plan.gone:
+        for f in base.facts:
+            if f.id in plan.gone: delta.subtract(k for k, _ in fact_phrases(f.text))
+    for i in np.flatnonzero(plan.changed).tolist(): delta.update(k for k, _ in fact_phrases(plan.facts[i].text))
+    return TermStats(len(plan.facts), _Counts(bs.df, {k: v for k, v in delta.items() if v}))
+
+def settle_phrase_stats(base:Tree, tree:Tree):
+    "After a pass committed: its tree takes over the counts (updated in place); the committed tree it started from drops them."
+    ps = getattr(tree, "_phrase_stats", None)
+    if ps is not None and isinstance(ps.df, _Counts):
+        from setree.summarize import TermStats
+        tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
+
+# %% ../nbs/07b_maintain.ipynb #ad1d71a5
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -345,13 +390,15 @@ def maintain(self:KnowledgeBase)->dict:
             dirty, dirty_facts = info.pop("_dirty", None), info.pop("_dirty_facts", None)
             report.update(info)
             report["seconds"] = round(time.perf_counter() - t0, 4)
-            report["rows"] = self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"])
+            report["rows"] = self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"],
+                                                 dirty_members=getattr(tree, "_member_redo", None))
         except StoreBusy: raise
         except Exception as e:
             report.update(error=f"{type(e).__name__}: {e}", seconds=round(time.perf_counter() - t0, 4), applied_seq=state["applied_seq"])
             try: self._w.record_pass(report)
             except StoreError: pass
             return report
+        settle_phrase_stats(base, tree)
         with self._cache_lock: self._cache = (tree._generation, tree)
         return report
 
@@ -383,10 +430,11 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #6ac5d74f
+# %% ../nbs/07b_maintain.ipynb #445fa707
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
+KEEP_MOVED = True       # a level above the facts whose member set is the committed one keeps its communities (only centroids moved: no Leiden, no new summaries)
 TOP_CHURN = 0.25        # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
 
@@ -483,7 +531,13 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #cd344418
+# %% ../nbs/07b_maintain.ipynb #c0931bd6
+def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray):
+    "`dst[where] = src[idx]` (`where` bool, `idx` positions); one slice copy when both are a single run (a pass that only inserts)."
+    w = np.flatnonzero(where)
+    if len(w) and w[-1] - w[0] + 1 == len(w) and (np.diff(idx) == 1).all(): dst[w[0]:w[-1] + 1] = src[idx[0]:idx[0] + len(w)]
+    elif len(w): dst[w] = src[idx]
+
 def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     "Level-0 members (the facts) with their vectors: the committed ones reused, the new and changed ones embedded."
     from setree.cluster import _unit
@@ -492,7 +546,7 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     pos = np.where(plan.keys >= 0, _align(Kb[:base.n_facts], plan.keys), -1)
     keep = (pos >= 0) & ~plan.changed
     E = np.zeros((N, base.emb.shape[1]), np.float32); tok = np.zeros(N, np.int64); tr = np.zeros(N, bool)
-    E[keep], tok[keep] = base.emb[pos[keep]], base.tokens[pos[keep]]
+    _copy_rows(E, keep, base.emb, pos[keep]); tok[keep] = base.tokens[pos[keep]]
     if base.truncated is not None: tr[keep] = base.truncated[pos[keep]]
     ch = np.flatnonzero(~keep)
     if len(ch):
@@ -503,7 +557,7 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     C = np.empty((N, E.shape[1]), np.float32)   # centroids exactly as the build computes them; a kept fact's is the committed one
     lv0 = base.levels[0]; j = _align(np.asarray(lv0.members, np.int64), pos[keep])
     if (j < 0).any(): keep[np.flatnonzero(keep)[j < 0]] = False; j = j[j >= 0]
-    C[keep] = np.asarray(lv0.centroids)[j]; redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
+    _copy_rows(C, keep, np.asarray(lv0.centroids), j); redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
     return _Members(keys, C, tok, np.zeros(N, np.int64), E), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
 
 # %% ../nbs/07b_maintain.ipynb #c86a0d81
@@ -544,13 +598,13 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #ec59946a
+# %% ../nbs/07b_maintain.ipynb #064c2cbf
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
                keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
               ):
     "Re-cluster one changed level: patch its kNN graph, re-run Leiden on the affected communities, decide the parents."
     from setree.cluster import canonical, split_oversize
-    idx, sim, _ = patch_knn(m, old, pos, chg, config.k_max)
+    idx, sim, rk = patch_knn(m, old, pos, chg, config.k_max)
     init = np.where(pos >= 0, old["community"][np.maximum(pos, 0)], -1)
     gone_c = old["community"][np.isin(old["keys"], removed)]
     near = idx[chg].ravel(); near = near[near >= 0]
@@ -564,7 +618,9 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
         near_c = nb[np.arange(len(nb)), np.argmax(nb >= 0, 1)] if nb.shape[1] else np.full(len(nb), -1)
         lab = canonical(np.where(init >= 0, init, np.where(near_c >= 0, near_c, -1 - np.arange(len(X)))))
     else: lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
-    lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
+    tot, size = np.bincount(lab, m.est[X]), np.bincount(lab)
+    if ((tot > config.window_tokens) & (size >= 2)).any():   # (the induced graph is built only when a community must be split)
+        lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
     # a re-decided community with exactly its committed members keeps its label; any other gets a new one
     comm, fresh = init.copy(), int(old["community"].max(initial=-1)) + 1
     _, _, lo, lb = _groups(lab)
@@ -589,8 +645,9 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     par = np.where(size[inv] > 1, pk[inv], -1)
     grouped = np.flatnonzero(par >= 0)
     st.parent_of.update(zip(m.keys[grouped].tolist(), par[grouped].tolist()))
+    redo = chg.copy(); redo[rk] = True   # rows whose centroid or neighbour list may differ from the committed ones
     st.levels.append(dict(keys=m.keys, C=m.C, parents=par, community=comm,
-                          knn=np.where(idx >= 0, m.keys[np.maximum(idx, 0)], -1), knn_sim=sim))
+                          knn=np.where(idx >= 0, m.keys[np.maximum(idx, 0)], -1), knn_sim=sim, redo=m.keys[redo]))
     return (u, inv, o, b, pk, same), next_key
 
 # %% ../nbs/07b_maintain.ipynb #b67decf1
@@ -623,7 +680,7 @@ def _graft(m:_Members, chg:np.ndarray, l:int, base:Tree, Kb:np.ndarray, config, 
                               community=lv.community, knn=np.where(idx >= 0, keyof[mem[np.maximum(idx, 0)]], -1), knn_sim=lv.knn_sim))
     return next_key
 
-# %% ../nbs/07b_maintain.ipynb #44c7b533
+# %% ../nbs/07b_maintain.ipynb #78509c99
 def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
     "Level by level from the facts up: stop at the first clean level, re-cluster the changed ones, rebuild the top like a build."
     from setree.cluster import STALL_RATIO
@@ -648,6 +705,7 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
             if churn < 0 or churn > TOP_CHURN * len(old["keys"]):
                 st.graft = l; next_key = _graft(m, chg, l, base, Kb, config, st, next_key); break
             keep = True
+        elif KEEP_MOVED and l > 0 and not (pos < 0).any() and not len(removed): keep = True   # same members, only centroids moved
         trial = _Grow(dict(st.parent_of), dict(st.nodes), list(st.levels), st.clean, st.touched)
         grp, nk = _one_level(m, chg, old, pos, removed, config, trial, next_key, l, keep=keep)
         if len(grp[0]) > 1 and len(grp[0]) > STALL_RATIO * len(m.keys):   # no progress: this level and the rest as a build does them
@@ -718,13 +776,13 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
                 if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
     return t, needs, kept
 
-# %% ../nbs/07b_maintain.ipynb #4f92f990
+# %% ../nbs/07b_maintain.ipynb #aa589eea
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
     "The clustering state of the new tree (node numbers, members in ascending order): the levels the pass decided, then the committed ones above a clean level."
     from setree.store import _align, _canonical_level
     Kb = np.asarray(base._keys, np.int64)
     lvls = list(st.levels)
-    if st.clean >= 0: lvls += [_old_level(base, Kb, l) for l in range(st.clean, len(base.levels))]
+    if st.clean >= 0: lvls += [{**_old_level(base, Kb, l), "redo": np.zeros(0, np.int64)} for l in range(st.clean, len(base.levels))]
     out = []
     for d in lvls:
         mem = _align(K, d["keys"]); knn = d["knn"]
@@ -733,7 +791,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
         out.append(_canonical_level(ClusterLevel(members=mem, centroids=np.asarray(d["C"], np.float32), parents=par,
                                                  community=np.asarray(d["community"], np.int64), knn_idx=pos.astype(np.int64),
                                                  knn_sim=np.asarray(d["knn_sim"], np.float32))))
-    return out
+    return out, [d.get("redo") for d in lvls]
 
 # %% ../nbs/07b_maintain.ipynb #5c867da7
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
@@ -813,7 +871,7 @@ def update_line_tokens(tree:Tree # the pass's new tree
     tree.line_tokens = line_costs(tree)
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #9ec5e487
+# %% ../nbs/07b_maintain.ipynb #d5666308
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -821,7 +879,6 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
                     )->tuple[Tree, np.ndarray, np.ndarray]: # the new tree (row keys attached), nodes summarized, nodes whose row may differ
     "The maintenance pass proper (see the steps above)."
     from setree.build import summarize_tree
-    from setree.fidelity import compute_order
     from setree.store import _align
     facts, tr, fchg, st, next_key = grow_levels(base, plan, embedder, config, next_key)
     tree, needs, kept = assemble(base, plan, facts, tr, st, embedder.identity, config)
@@ -833,21 +890,21 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     was = np.where(ob >= 0, np.asarray(base.faithfulness)[np.maximum(ob, 0)], 101)   # below the threshold, and worse than when committed
     low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
     tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
-    compute_order(tree)
-    summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs))
+    bg = tree._phrase_stats = carry_phrase_stats(base, plan)
+    summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg)
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
         cs = np.bincount(tree.parent[tree.parent >= 0], weights=tree.tokens[tree.parent >= 0], minlength=M)
         bad = np.flatnonzero((tree.tokens > cs) & (np.arange(M) >= N))
         if not len(bad): break
-        needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad)
+        needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad, background=bg)
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
     update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     update_line_tokens(tree)
-    tree.levels = _levels_in_numbers(st, base, tree._keys)
+    tree.levels, tree._member_redo = _levels_in_numbers(st, base, tree._keys)
     tree._touched, tree._next_key, tree._norms, tree._graft = st.touched, next_key, plan.norms, st.graft
     return tree, needs, dirty | needs | (ob < 0)
 
-# %% ../nbs/07b_maintain.ipynb #ce77c0c7
+# %% ../nbs/07b_maintain.ipynb #9baa9f90
 @patch
 def tree(self:KnowledgeBase)->Tree:
     "The last committed tree (cached; reloaded when a pass of any process committed since). Never waits for a running pass."
@@ -872,5 +929,5 @@ def retrieve(self:KnowledgeBase, prompt:str, # the prompt
 
 @patch
 def stats(self:KnowledgeBase)->dict:
-    "`Store.stats()` plus pending (queued, not applied), queued_seq, applied_seq and last_pass (the last pass report, or None)."
-    return {**self._r.stats(), **self._r.queue_state()}
+    "`Store.stats()` plus pending (queued, not applied), queued_seq, applied_seq and last_pass (the last pass report, or None), all read in one transaction."
+    return self._r.stats(queue=True)

@@ -589,28 +589,30 @@ def _canonical_level(lv:ClusterLevel)->ClusterLevel:
                         community=np.asarray(lv.community)[o], knn_idx=np.where(idx >= 0, inv[np.maximum(idx, 0)], -1),
                         knn_sim=np.asarray(lv.knn_sim)[o])
 
-# %% ../nbs/07_store.ipynb #72a061a2
+# %% ../nbs/07_store.ipynb #9e20abf9
 @patch
-def stats(self:Store)->dict:
-    "Summary of the store: facts, nodes, levels, depth, embedder_id, seed, schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreError` for a damaged file (SQLite `PRAGMA quick_check`)."
+def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), read in the same transaction
+         )->dict:
+    "Summary of the store, read in one transaction: facts, nodes, levels, depth, embedder_id, seed, schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreError` for a damaged file (SQLite `PRAGMA quick_check`)."
     def read(con):
         meta = _meta(con)
         n_facts = con.execute("SELECT count(*) FROM facts").fetchone()[0]
         internal = ("level > 0", ()) if self.version >= 2 else ("v >= ?", (n_facts,))
-        return dict(path=str(self.path), facts=n_facts, nodes=con.execute("SELECT count(*) FROM nodes").fetchone()[0],
-                    levels=con.execute("SELECT coalesce(max(level), 0) FROM nodes").fetchone()[0],
-                    depth=json.loads(meta.get("depth", "null")), embedder_id=meta.get("embedder_id", ""),
-                    seed=json.loads(meta.get("seed", "null")), schema_version=int(meta["schema_version"]),
-                    summarizers=dict(con.execute(f"SELECT summarizer, count(*) FROM nodes WHERE {internal[0]} GROUP BY summarizer ORDER BY summarizer", internal[1])),
-                    truncated=con.execute("SELECT coalesce(sum(truncated), 0) FROM facts").fetchone()[0])
-    out = self._txn(read, write=False)
-    problems = [r[0] for r in self._txn(lambda con: con.execute("PRAGMA quick_check").fetchall(), write=False)]
+        out = dict(path=str(self.path), facts=n_facts, nodes=con.execute("SELECT count(*) FROM nodes").fetchone()[0],
+                   levels=con.execute("SELECT coalesce(max(level), 0) FROM nodes").fetchone()[0],
+                   depth=json.loads(meta.get("depth", "null")), embedder_id=meta.get("embedder_id", ""),
+                   seed=json.loads(meta.get("seed", "null")), schema_version=int(meta["schema_version"]),
+                   summarizers=dict(con.execute(f"SELECT summarizer, count(*) FROM nodes WHERE {internal[0]} GROUP BY summarizer ORDER BY summarizer", internal[1])),
+                   truncated=con.execute("SELECT coalesce(sum(truncated), 0) FROM facts").fetchone()[0])
+        if queue: out.update(_queue_in(con) if self.version >= 2 else dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None))
+        return out, [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
+    out, problems = self._txn(read, write=False)
     if problems != ["ok"]: raise StoreError(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})")
     out["integrity"] = "ok"
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #939181d5
+# %% ../nbs/07_store.ipynb #7a19c6cc
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -628,14 +630,16 @@ def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "re
 @patch
 def queue_state(self:Store)->dict:
     "pending (queued, not yet applied), queued_seq (last seq queued), applied_seq (last seq applied), last_pass (dict or None)."
-    def read(con):
-        meta = _meta(con)
-        q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
-        applied = int(meta.get("applied_seq", "0"))
-        return dict(pending=con.execute("SELECT count(*) FROM queue WHERE seq > ?", (applied,)).fetchone()[0],
-                    queued_seq=int(q[0]) if q else 0, applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")))
     if self.version < 2: return dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None)
-    return self._txn(read, write=False)
+    return self._txn(_queue_in, write=False)
+
+def _queue_in(con)->dict:
+    "`queue_state` inside an open transaction."
+    meta = _meta(con)
+    q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
+    applied = int(meta.get("applied_seq", "0"))
+    return dict(pending=con.execute("SELECT count(*) FROM queue WHERE seq > ?", (applied,)).fetchone()[0],
+                queued_seq=int(q[0]) if q else 0, applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")))
 
 @patch
 def queued(self:Store, after:int=0 # only entries with seq > after
@@ -652,6 +656,7 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
                 dirty=None, # optional (M,) bool: nodes whose text/summary/vectors may differ from base (None: compare everything)
                 dirty_facts=None, # optional (N,) bool: facts whose id/text/meta may differ
                 full:bool=False, # rewrite every row (a full rebuild)
+                dirty_members=None, # optional list, one per clustering level of `tree`: member keys whose centroid or kNN row may differ (None for a level: compare everything)
                )->dict: # rows written per table
     """Commit a maintenance pass in ONE transaction: the tree's changed rows, the drained queue and the report; or nothing.
     Raises `StoreError` when another pass committed since `base` was loaded (nothing written)."""
@@ -662,7 +667,7 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
         if gen != getattr(base, "_generation", -1): raise StoreError(f"store {self.path} changed since this pass started (another pass committed); run it again")
         _check_embedder_in(self, con, tree, full)
         if full or getattr(base, "_keys", None) is None: _write_all(con, tree, K); out = {"full": True}
-        else: out = _write_changes(con, base, tree, dirty, dirty_facts)
+        else: out = _write_changes(con, base, tree, dirty, dirty_facts, dirty_members)
         con.execute("DELETE FROM queue WHERE seq <= ?", (upto,))
         _write_meta(con, tree, K, {"applied_seq": str(upto), "last_pass": _dumps({**report, "rows": out}, "pass report")})
         return out
@@ -676,10 +681,18 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #6f0ae4eb
+# %% ../nbs/07_store.ipynb #ddc44a11
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
-    "For each key of `Kn`: its position in `Ko`, or -1."
+    """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
+    Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
+    (a maintenance pass aligns key arrays of the whole tree dozens of times); other keys fall back to a sort."""
+    Ko, Kn = np.asarray(Ko, np.int64), np.asarray(Kn, np.int64)
     if not len(Ko): return np.full(len(Kn), -1, np.int64)
+    lo, hi = int(Ko.min()), int(Ko.max())
+    if lo >= 0 and hi < 4 * len(Ko) + (1 << 20):
+        lut = np.full(hi + 1, -1, np.int64); lut[Ko[::-1]] = np.arange(len(Ko) - 1, -1, -1)
+        ok = (Kn >= 0) & (Kn <= hi)
+        return np.where(ok, lut[np.where(ok, Kn, 0)], -1)
     o = np.argsort(Ko, kind="stable"); s = Ko[o]
     i = np.minimum(np.searchsorted(s, Kn), len(s) - 1)
     return np.where(s[i] == Kn, o[i], -1)
@@ -719,8 +732,8 @@ def _changed_facts(old:Tree, Ko, new:Tree, Kn, dirty_facts)->np.ndarray:
 
 def _level_keys(t:Tree, K:np.ndarray, l:int)->np.ndarray: return K[np.asarray(t.levels[l].members, np.int64)]
 
-def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int)->np.ndarray:
-    "(m,) bool: member rows of level `l` of `new` that differ from the stored ones."
+def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
+    "(m,) bool: member rows of level `l` of `new` that differ from the stored ones; `redo`: keys of the only rows whose vectors may differ (None: compare them all)."
     lk = _level_keys(new, Kn, l)
     if l >= len(old.levels): return np.ones(len(lk), bool)
     a, b = old.levels[l], new.levels[l]
@@ -733,11 +746,12 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int)->np.ndarray:
         return np.where(idx >= 0, K[mem[np.maximum(idx, 0)]], -1) if len(mem) else idx
     ch[f] |= pk(a, Ko)[p] != pk(b, Kn)[f]
     ch[f] |= np.asarray(a.community)[p] != np.asarray(b.community)[f]
+    if redo is not None: return ch | np.isin(lk, redo)
     ch[f] |= (nk(a, Ko)[p] != nk(b, Kn)[f]).any(1) | (np.asarray(a.knn_sim)[p] != np.asarray(b.knn_sim)[f]).any(1)
     ch[f] |= (np.asarray(a.centroids)[p] != np.asarray(b.centroids)[f]).any(1)
     return ch
 
-def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None)->dict:
+def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_members=None)->dict:
     "Write only the rows in which `new` differs from the stored `old` (rows matched by key). Returns rows written per table."
     Ko, Kn = _keys_of(old), _keys_of(new)
     gone = np.setdiff1d(Ko, Kn)
@@ -758,7 +772,7 @@ def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None)->dict:
         if l < len(old.levels):
             stale = np.setdiff1d(_level_keys(old, Ko, l), _level_keys(new, Kn, l))
             con.executemany("DELETE FROM members WHERE l = ? AND k = ?", ((l, int(k)) for k in stale))
-        cm = np.flatnonzero(_changed_members(old, Ko, new, Kn, l))
+        cm = np.flatnonzero(_changed_members(old, Ko, new, Kn, l, None if dirty_members is None else dirty_members[l]))
         con.executemany(_INS["members"], _member_rows(new, Kn, l, cm.tolist())); out["members"] += int(len(cm))
     _write_derived(con, new)
     return out

@@ -14,7 +14,7 @@ from setree.core import count_tokens, patch, wordpiece_tokenizer
 # %% auto #0
 __all__ = ['STOPWORDS', 'DUPLICATE_COSINE', 'OVERVIEW_FACTS', 'OVERVIEWS', 'SummaryRequest', 'Summary', 'check_request',
            'enforce_budget', 'quoted_facts', 'token_info', 'unknown_only', 'fact_phrases', 'TermStats', 'term_stats',
-           'phrase_weights', 'keyphrases', 'ExtractiveSummarizer']
+           'phrase_weights', 'keyphrases', 'prime', 'top_phrases', 'ExtractiveSummarizer']
 
 # %% ../nbs/03_summarize.ipynb #dfd46fed
 @dataclass
@@ -180,7 +180,7 @@ def term_stats(texts:list[str] # every fact of the knowledge base
     for t in texts: c.update(k for k, _ in fact_phrases(t))
     return TermStats(len(texts), dict(c))
 
-# %% ../nbs/03_summarize.ipynb #3690195c
+# %% ../nbs/03_summarize.ipynb #087032d7
 def phrase_weights(texts:list[str], # the node's facts, most central first
                    background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
                   )->list[tuple]: # [(weight, key, surface, facts), ...] best first, weight > 0; facts: positions in `texts`
@@ -208,7 +208,7 @@ def keyphrases(texts:list[str], # the node's facts, most central first
                limit:int=64, # phrases considered, best first
               )->str: # 'p1, p2, ...' with count_tokens <= cap; '' when none fits
     "The node's most distinctive phrases that fit `cap` tokens, joined by ', ', no word repeated; in turn per child if `groups`."
-    ranked = phrase_weights(texts, background)[:limit]
+    ranked = top_phrases(texts, background, limit)
     if not ranked or cap < 1: return ""
     toks = token_info([s for _, _, s, _ in ranked])[0]
     if groups is None: turns = [np.arange(len(ranked))]
@@ -226,6 +226,81 @@ def keyphrases(texts:list[str], # the node's facts, most central first
                 chosen.append(ranked[j][2]); used.update(words); room -= cost
                 if groups is not None: break
     return ", ".join(chosen)
+
+# %% ../nbs/03_summarize.ipynb #b0b79a94
+_PHRASE_ID: dict = {}          # phrase key -> id (process-wide vocabulary of `fact_phrases` keys)
+_PHRASE_KEYS: list = []        # id -> phrase key
+_PHRASE_WORDS = np.full((1024, 2), -1, np.int64)   # id -> ids of the two words of a word pair; (-1, -1) for a single word
+
+def _phrase_id(k:str)->int:
+    global _PHRASE_WORDS
+    i = _PHRASE_ID.get(k)
+    if i is None:
+        w = k.split(" ")
+        ws = (_phrase_id(w[0]), _phrase_id(w[1])) if len(w) == 2 else (-1, -1)
+        i = _PHRASE_ID[k] = len(_PHRASE_KEYS); _PHRASE_KEYS.append(k)
+        if i >= len(_PHRASE_WORDS): _PHRASE_WORDS = np.concatenate([_PHRASE_WORDS, np.full_like(_PHRASE_WORDS, -1)])
+        _PHRASE_WORDS[i] = ws
+    return i
+
+@lru_cache(maxsize=1 << 17)
+def _fact_phrase_ids(text:str)->np.ndarray:
+    "(p,) int64 vocabulary ids of `fact_phrases(text)`, in the same order."
+    return np.fromiter((_phrase_id(k) for k, _ in fact_phrases(text)), np.int64)
+
+def prime(texts:list[str] # fact texts the process will summarize again and again (a knowledge base's facts)
+         ):
+    "Fill this process's per-text phrase caches (`fact_phrases` and the phrase ids `top_phrases` counts with) for `texts`."
+    for t in texts: _fact_phrase_ids(t)
+
+def top_phrases(texts:list[str], # the node's facts, most central first
+                background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
+                limit:int=64, # how many of the best phrases
+               )->list[tuple]: # `phrase_weights(texts, background)[:limit]`, the same entries
+    """The `limit` best entries of `phrase_weights`, counted with arrays over the node's phrase ids: the time grows with the node's
+    words, with one dictionary look-up per distinct phrase and exact (`phrase_weights`') arithmetic only for the candidates."""
+    n = len(texts)
+    if not n or limit < 1: return []
+    ids = [_fact_phrase_ids(t) for t in texts]
+    lens = np.fromiter(map(len, ids), np.int64, n)
+    if not lens.sum(): return []
+    cat = np.concatenate(ids); fpos = np.repeat(np.arange(n), lens)
+    u, first, c = np.unique(cat, return_index=True, return_counts=True)
+    keys = _PHRASE_KEYS
+    if background is None: bdf, N = c, n
+    else:
+        get = background.df.get; N = max(background.n, n)
+        bdf = np.fromiter((get(keys[i], 0) for i in u.tolist()), np.int64, len(u))
+    df = np.maximum(bdf, c)
+    W = _PHRASE_WORDS[u]
+    pair = W[:, 0] >= 0
+    common = df * 4 > N                                    # (for single words: max(background df, count here) in > 1/4 of all facts)
+    wpos = np.searchsorted(u, np.where(pair[:, None], W, u[:, None]))
+    bad = pair & ((c < 2) | common[wpos[:, 0]] | common[wpos[:, 1]])
+    ud, inv = np.unique(df, return_inverse=True)
+    logs = {int(d): math.log(max(N, int(d)) / int(d)) for d in ud.tolist()}   # the same float as phrase_weights' math.log
+    approx = c / n * np.array([logs[d] for d in ud.tolist()])[inv.ravel()]
+    approx[bad] = -1.0
+    ok = np.flatnonzero(approx > 0)
+    if not len(ok): return []
+    if len(ok) > limit:   # candidates: every phrase that can still rank among the best after rounding to 1e-12
+        cut = np.partition(approx[ok], len(ok) - limit)[len(ok) - limit]
+        ok = ok[approx[ok] >= cut - 1e-9]
+    out = []
+    for j in ok.tolist():
+        w = round(int(c[j]) / n * logs[int(df[j])], 12)
+        if w > 0: out.append((w, int(first[j]), j))
+    out.sort(key=lambda x: (-x[0], x[1])); out = out[:limit]
+    sel = np.array([j for _, _, j in out], np.int64)
+    hit = np.isin(cat, u[sel]); hc, hf = cat[hit], fpos[hit]
+    o = np.argsort(hc, kind="stable"); hc, hf = hc[o], hf[o]
+    bounds = np.searchsorted(hc, u[sel]), np.searchsorted(hc, u[sel], side="right")
+    starts = np.r_[0, np.cumsum(lens)]
+    res = []
+    for (w, fi, j), a, b in zip(out, bounds[0].tolist(), bounds[1].tolist()):
+        f = int(fpos[fi]); surf = fact_phrases(texts[f])[fi - int(starts[f])][1]
+        res.append((w, keys[int(u[j])], surf, hf[a:b].tolist()))
+    return res
 
 # %% ../nbs/03_summarize.ipynb #3dcfb3ca
 DUPLICATE_COSINE = 0.9  # facts closer than this to a chosen fact are skipped as restatements (measured below)
