@@ -3,7 +3,7 @@
     python tools/nb.py from-py SRC.py DST.ipynb   # percent-format script -> notebook
     python tools/nb.py run NB.ipynb [NB ...]       # execute in place, keep outputs (execnb)
     python tools/nb.py to-py NB.ipynb DST.py       # notebook -> percent-format script
-    python tools/nb.py sync SRC.py NB.ipynb        # like from-py, but cells whose source is unchanged keep their outputs
+    python tools/nb.py sync SRC.py NB.ipynb        # like from-py, but cells whose source is unchanged keep their ids and outputs
 
 Percent format: a line `# %%` starts a code cell, `# %% [markdown]` a markdown cell
 whose lines carry a leading `# ` that is stripped.
@@ -14,7 +14,7 @@ from pathlib import Path
 def _cell(kind, lines):
     while lines and not lines[-1].strip(): lines.pop()
     while lines and not lines[0].strip(): lines.pop(0)
-    src = "\n".join(lines)
+    src = "\n".join(lines).splitlines(keepends=True)   # a list of lines, as Jupyter writes it
     if kind == "markdown":
         return {"cell_type": "markdown", "metadata": {}, "source": src}
     return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": src}
@@ -37,14 +37,14 @@ def from_py(src, dst):
 def sync(src, dst):
     old = json.loads(Path(dst).read_text()) if Path(dst).exists() else {"cells": []}
     src_of = lambda c: "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-    kept = {src_of(c): c for c in old["cells"] if c["cell_type"] == "code"}
+    kept = {(c["cell_type"], src_of(c)): c for c in old["cells"]}
     from_py(src, dst)
     nb = json.loads(Path(dst).read_text())
     for c in nb["cells"]:
-        o = kept.get(src_of(c))
-        if c["cell_type"] == "code" and o is not None:
-            c["outputs"], c["execution_count"] = o.get("outputs", []), o.get("execution_count")
-            if "id" in o: c["id"] = o["id"]
+        o = kept.get((c["cell_type"], src_of(c)))
+        if o is None: continue
+        if "id" in o: c["id"] = o["id"]
+        if c["cell_type"] == "code": c["outputs"], c["execution_count"] = o.get("outputs", []), o.get("execution_count")
     Path(dst).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 def to_py(src, dst):
