@@ -9,9 +9,9 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['OUTLINE_LEGEND', 'DEMO_PROMPTS', 'COMMANDS', 'UsageError', 'read_facts', 'load_config', 'cmd_build', 'cmd_insert',
-           'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'outline',
-           'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
+__all__ = ['OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'UsageError', 'read_facts', 'load_config', 'cmd_build',
+           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
+           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
 # %% ../nbs/08_cli.ipynb #62331382
 class UsageError(Exception):
@@ -83,7 +83,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #aa9cc4f8
+# %% ../nbs/08_cli.ipynb #08eb668f
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -209,7 +209,8 @@ def cmd_maintain(args)->int:
     with _kb(args, create=False) as kb:
         rep = kb.maintain()
     if rep["error"]: raise RuntimeError(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact")
-    _out(args, _pass_line(rep) if rep["applied_seq"] else "nothing queued", rep)
+    idle = not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"])
+    _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep), rep)
     return 0
 
 def _serve_module():
@@ -386,7 +387,9 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #ba090c63
+# %% ../nbs/08_cli.ipynb #7411c9a0
+EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
+
 def _parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -395,16 +398,19 @@ def _parser()->argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true", help="machine-readable output")
         if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG)")
     def summ(sp):
-        sp.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive")
+        sp.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive",
+                        help="who writes the summaries: extractive (offline, the facts' own words) or chat (an OpenAI-compatible LLM)")
         sp.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
         sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
         sp.add_argument("--llm-timeout", type=float, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); common(b); summ(b)
     b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin")
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
-    b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
-    b.add_argument("--seed", type=int, default=None); b.add_argument("--summary-tokens", type=int, default=None)
-    b.add_argument("--k-max", type=int, default=None); b.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
+    b.add_argument("--seed", type=int, default=None, help="clustering seed (config seed): the same facts and seed give the same tree")
+    b.add_argument("--summary-tokens", type=int, default=None, help="tokens of each summary (config summary_tokens)")
+    b.add_argument("--k-max", type=int, default=None, help="neighbours per node in the clustering graph (config k_max)")
+    b.add_argument("--quiet", action="store_true", help="no progress on stderr")
     r = sub.add_parser("retrieve", help="the budgeted context for a prompt"); common(r)
     r.add_argument("prompt", nargs="?", default=None, help="the prompt (or use --prompts-file)")
     r.add_argument("--prompts-file", default=None, help="answer every line of this file; JSON lines out")
@@ -418,8 +424,9 @@ def _parser()->argparse.ArgumentParser:
         if name != "maintain": sp.add_argument("--defer", action="store_true", help="only queue the change; `setree maintain` applies it")
         return sp
     change("insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or -")
-    change("forget", "delete facts by id").add_argument("ids", nargs="+", metavar="ID")
-    u = change("update", "change the text of a fact, keeping its id"); u.add_argument("id", metavar="ID"); u.add_argument("text", metavar="TEXT")
+    change("forget", "delete facts by id").add_argument("ids", nargs="+", metavar="ID", help="fact ids, as `retrieve --json` and `inspect` show them")
+    u = change("update", "change the text of a fact, keeping its id")
+    u.add_argument("id", metavar="ID", help="the fact's id (`retrieve --json`, `inspect`)"); u.add_argument("text", metavar="TEXT", help="its new text")
     change("maintain", "apply every queued change now, in one pass")
     s = sub.add_parser("stats", help="what the store holds"); common(s, config=False)
     i = sub.add_parser("inspect", help="the tree as an outline", description="The tree as an indented outline, one line per node, after a "
@@ -427,20 +434,21 @@ def _parser()->argparse.ArgumentParser:
     common(i, config=False)
     i.add_argument("--depth", type=_depth, default=None, help="how deep to show the tree (0: the root only; default: all of it)")
     d = sub.add_parser("demo", help="build the bundled demo knowledge base and show three retrievals")
-    d.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm")
+    d.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
     im = sub.add_parser("import", help="convert evaluation data into a fact file")
     imsub = im.add_subparsers(dest="source", required=True, metavar="SOURCE")
     lo = imsub.add_parser("locomo", help="observations of one LoCoMo conversation -> FACTS.jsonl")
-    lo.add_argument("file"); lo.add_argument("--conversation", required=True); lo.add_argument("--out", required=True)
-    lo.add_argument("--json", action="store_true")
+    lo.add_argument("file", help="a LoCoMo JSON file (a list of conversations)")
+    lo.add_argument("--conversation", required=True, help="the conversation's sample id, e.g. conv-26")
+    lo.add_argument("--out", required=True, help="the .jsonl fact file to write"); lo.add_argument("--json", action="store_true", help="machine-readable output")
     ev = sub.add_parser("eval", help="evaluate retrieval against baselines on evaluation data")
     evsub = ev.add_subparsers(dest="source", required=True, metavar="DATASET")
     el = evsub.add_parser("locomo", help="LoCoMo evidence recall at equal budgets: setree vs dense top-k, BM25, collapsed tree, HRS")
     el.add_argument("--data", required=True, help="locomo_dev.json"); el.add_argument("--out", required=True, help="output folder")
     el.add_argument("--budgets", type=_budget_list, default=[256, 512, 1024, 2048], help="comma-separated token budgets")
     el.add_argument("--conversations", default=None, help="comma-separated sample ids (default: all)")
-    el.add_argument("--mode", choices=["observations", "turns"], default="observations")
-    el.add_argument("--config", default=None); el.add_argument("--quiet", action="store_true")
+    el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
+    el.add_argument("--config", default=None, help="strict JSON config file"); el.add_argument("--quiet", action="store_true", help="no progress on stderr")
     sub.add_parser("serve", help="the MCP server (stdio) on one store (`setree serve --help` for its options)", add_help=False)
     return p
 

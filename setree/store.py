@@ -227,12 +227,30 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #486987a3
+# %% ../nbs/07_store.ipynb #890db37b
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
 
 def _busy(e:Exception)->bool: return isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
+
+def _read_only_fs(d:Path)->bool: return bool(os.statvfs(d).f_flag & os.ST_RDONLY)
+
+def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
+    "A connection with a busy timeout; read-only on a read-only file system: immutable (see above). Raises `StoreError` where reading cannot work."
+    def con(q):
+        c = sqlite3.connect(p.as_uri() + q, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+        try: c.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}"); c.execute("SELECT count(*) FROM sqlite_master"); return c
+        except BaseException: c.close(); raise
+    try: return con("?mode=ro" if readonly else "?mode=rwc")
+    except sqlite3.OperationalError as e:
+        if not readonly or os.access(p.parent, os.W_OK) or not ("unable to open" in str(e) or "readonly" in str(e)): raise
+    wal = p.with_name(p.name + "-wal")
+    if not _read_only_fs(p.parent):
+        raise StoreError(f"cannot read store {p}: SQLite must write its -shm file next to the store to read it, and this user cannot write to {p.parent}; ask its owner for access, or copy the store")
+    if wal.exists() and wal.stat().st_size:
+        raise StoreError(f"cannot read store {p}: it is on a read-only file system and its -wal file holds changes that SQLite can only apply where it can write; open it once on a writable copy")
+    return con("?mode=ro&immutable=1")   # a read-only file system: nothing can change the file, no locks are needed
 
 class Store:
     "One setree knowledge base in one SQLite file (WAL mode). Thread-safe: one connection, one lock."
@@ -252,13 +270,13 @@ class Store:
         else:
             if not os.access(p, os.R_OK): raise StoreError(f"store file {p} is not readable (permission denied)")
             if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable; open it with readonly=True")
+            if not readonly and not os.access(p.parent, os.W_OK):
+                raise StoreError(f"cannot write store {p}: its directory is not writable (SQLite keeps the store's -wal and -shm files next to it); open it with readonly=True to read it")
             # The file is not opened here to read its header: closing any descriptor of a database file drops the POSIX locks
             # that this process's other SQLite connections hold on it, and two writers then corrupt it. SQLite refuses a foreign file itself.
             if not p.stat().st_size and (readonly or not create): raise StoreError(f"{p} is not a setree store: an empty file")
         try:
-            self._con = sqlite3.connect(p.as_uri() + ("?mode=ro" if readonly else "?mode=rwc"), uri=True, timeout=self.timeout_s,
-                                        isolation_level=None, check_same_thread=False)
-            self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+            self._con = _connect(p, readonly, self.timeout_s)
             if not readonly: self._con.execute("PRAGMA secure_delete = ON")   # a forgotten fact's bytes are overwritten, not left in free pages
             self._open()
         except BaseException as e:
