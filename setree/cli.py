@@ -13,7 +13,7 @@ __all__ = ['OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'Usage
            'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
            'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
-# %% ../nbs/08_cli.ipynb #62331382
+# %% ../nbs/08_cli.ipynb #cbfeb2a3
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2."
 
@@ -21,14 +21,15 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file."
     from setree.core import as_facts
-    if path == "-": text, kind = sys.stdin.read().removeprefix("\ufeff"), None
+    if path == "-": text, kind = _utf8(_stdin_bytes(), path), None
     else:
         p = Path(path)
         if not p.is_file(): raise UsageError(f"fact file not found: {path}")
-        try: text = p.read_text(encoding="utf-8-sig")   # a byte-order mark is not part of the first fact
-        except UnicodeDecodeError as e: raise UsageError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-        kind = p.suffix.lower()
-    if kind is None: kind = ".jsonl" if text.lstrip().startswith("{") else ".txt"
+        text, kind = _utf8(p.read_bytes(), path), p.suffix.lower()
+    if kind is None:
+        if text.lstrip().startswith("[") and _is_json_array(text):
+            raise UsageError("-: the input is one JSON array; give one JSON object per line (.jsonl: {\"text\": ...}) or one fact per line")
+        kind = ".jsonl" if text.lstrip().startswith("{") else ".txt"
     if kind == ".jsonl":
         items = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -47,13 +48,24 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
     try: return as_facts(items)
     except (ValueError, TypeError) as e: raise UsageError(f"{path}: {e}") from None
 
-# %% ../nbs/08_cli.ipynb #8635be50
+# %% ../nbs/08_cli.ipynb #3bdec856
+def _stdin_bytes()->bytes: return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
+
+def _utf8(data:bytes, path:str)->str:
+    "The text of a file or stdin (a byte-order mark is not part of the first line). Raises `UsageError` naming the first bad byte."
+    try: return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e: raise UsageError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+def _is_json_array(text:str)->bool:
+    try: return isinstance(json.loads(text), list)
+    except ValueError: return False
+
 def _json_type(v)->str:
     "What a JSON value is, in JSON's words (for messages about a .jsonl line)."
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
             else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #1700ab8c
+# %% ../nbs/08_cli.ipynb #e21ecdd5
 def load_config(path:str|None, # --config value, or None
                ): # a `setree.build.Config`, or None
     "The config file named by `--config` or `$SETREE_CONFIG` (empty = not given); None when neither. Raises `UsageError`."
@@ -63,7 +75,7 @@ def load_config(path:str|None, # --config value, or None
     if path is None: return None
     try: return Config.from_json(path)
     except FileNotFoundError: raise UsageError(f"config file not found: {path}") from None
-    except (ValueError, TypeError) as e: raise UsageError(f"config {path}: {e}") from None
+    except (ValueError, TypeError) as e: raise UsageError(str(e) if str(path) in str(e) else f"config {path}: {e}") from None
 
 def _merge(base, overrides:dict):
     try: return base.replace(**{k: v for k, v in overrides.items() if v is not None})
@@ -83,7 +95,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #08eb668f
+# %% ../nbs/08_cli.ipynb #bb9dca85
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -102,7 +114,9 @@ def _embedder(name:str):
 def _summarizer(args):
     if args.summarizer == "extractive": return None
     from setree.chat import ChatSummarizer
-    return ChatSummarizer(base_url=args.llm_base_url, model=args.llm_model, **({"timeout": args.llm_timeout} if args.llm_timeout else {}))
+    try: return ChatSummarizer(base_url=args.llm_base_url, model=args.llm_model, **({"timeout": args.llm_timeout} if args.llm_timeout else {}))
+    except ValueError as e:   # the library names its keyword arguments; here they are flags
+        raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
 def _kb(args, embedder=None, create:bool=True):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
@@ -228,7 +242,7 @@ def cmd_serve(argv:list[str])->int:
     srv.add_serve_args(p)
     return srv.cmd_serve(p.parse_args(argv))
 
-# %% ../nbs/08_cli.ipynb #4daac166
+# %% ../nbs/08_cli.ipynb #41424001
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -252,7 +266,7 @@ def _human(cover)->str:
 def _read_prompts(path:str)->list[str]:
     p = Path(path)
     if not p.is_file(): raise UsageError(f"prompts file not found: {path}")
-    prompts = [l for l in p.read_text(encoding="utf-8-sig").splitlines() if l.strip()]
+    prompts = [l for l in _utf8(p.read_bytes(), path).splitlines() if l.strip()]
     if not prompts: raise UsageError(f"{path}: no prompts in the file")
     return prompts
 

@@ -96,12 +96,15 @@ def _with_ids(raw)->list[Fact]:
     if len(set(ids)) != len(ids): raise ValueError(f"duplicate fact id(s): {sorted({x for x in ids if ids.count(x) > 1})[:20]}")
     return facts
 
-# %% ../nbs/00_core.ipynb #8bb30251
+# %% ../nbs/00_core.ipynb #3e326b54
 def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, text[, meta]) tuples
             )->list[Fact]: # validated facts with unique ids, in input order
     """Normalize a knowledge base into `Fact`s.
     Raises `ValueError` naming every blank fact (see `is_blank`), any text that cannot be encoded as UTF-8 (a lone surrogate), and any duplicate id;
-    `TypeError` for an item of another type."""
+    `TypeError` for an item of another type. One text, `Fact` or dict on its own is one fact (not an iterable of characters or keys)."""
+    if isinstance(items, (str, Fact, dict)): items = [items]
+    elif items is None or not hasattr(items, "__iter__"):
+        raise TypeError(f"facts must be a text, a fact, or a list of them; got {type(items).__name__}")
     raw = [_one_fact(i, it) for i, it in enumerate(items)]
     _check_texts(raw)
     return _with_ids(raw)

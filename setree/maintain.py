@@ -34,7 +34,7 @@ def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseco
 
 def _as_list(facts):
     if isinstance(facts, (str, Fact, dict)): return [facts]
-    if facts is None: raise TypeError("facts must be a text, a fact, or a list of them; got None")
+    if facts is None or not hasattr(facts, "__iter__"): raise TypeError(f"facts must be a text, a fact, or a list of them; got {type(facts).__name__}")
     return list(facts)
 
 def _fact_dict(f:Fact)->dict: return {"id": f.id, "text": f.text, "meta": f.meta}

@@ -109,3 +109,45 @@ def test_mcp_server_refuses_the_same_way(tmp_path):
                     st = (await s.call_tool("stats", {})).structured_content
                     assert st["facts"] == len(FACTS)
     anyio.run(go)
+
+def _cli_bytes(args, data:bytes):
+    "`setree ARGS` in a fresh process with raw bytes on stdin (the in-process runner takes text only)."
+    import subprocess
+    from conftest import CODE
+    return subprocess.run([sys.executable, "-c", CODE, *map(str, args)], input=data, capture_output=True, timeout=300)
+
+def test_stdin_and_file_say_the_same_about_bad_bytes(tmp_path):
+    bad = b"caf\xe9 bad\n"
+    (tmp_path / "bad.txt").write_bytes(bad)
+    f = run("insert", tmp_path / "bad.txt", "--db", tmp_path / "a.db", "--embedder", "hashing")
+    s = _cli_bytes(["insert", "-", "--db", tmp_path / "b.db", "--embedder", "hashing"], bad)
+    assert f.returncode == s.returncode == 2, (f, s)
+    want = "not UTF-8 text (invalid continuation byte at byte 3)"
+    assert want in f.stderr and want in s.stderr.decode(), (f.stderr, s.stderr)
+    (tmp_path / "p.txt").write_bytes(b"which \xff editor?\n")
+    kb_with(tmp_path / "k.db").close()
+    r = run("retrieve", "--prompts-file", tmp_path / "p.txt", "--db", tmp_path / "k.db")
+    assert r.returncode == 2 and "p.txt: not UTF-8 text (invalid start byte at byte 6)" in r.stderr, r.stderr
+
+def test_stdin_json_array_is_refused_not_stored(tmp_path):
+    r = run("insert", "-", "--db", tmp_path / "q.db", "--embedder", "hashing", input='[{"text": "a"}]')
+    assert r.returncode == 2 and "one JSON array" in r.stderr, r.stderr
+    assert not (tmp_path / "q.db").exists()
+    r = run("insert", "-", "--db", tmp_path / "q.db", "--embedder", "hashing", input="[draft] the user writes C++20\n")
+    assert r.returncode == 0, r.stderr   # a text line that only starts with a bracket is a fact
+
+def test_library_refusals_name_the_problem(tmp_path):
+    kb = kb_with(tmp_path / "k.db")
+    with pytest.raises(TypeError, match="facts must be a text, a fact, or a list of them; got int"): kb.insert(5)
+    with pytest.raises(ValueError, match="fact 0: meta cannot be stored as JSON"): kb.insert([{"text": "x", "meta": {"x": float("nan")}}])
+    with pytest.raises(TypeError, match="id must be a string, got 5 \\(int\\)"): kb.insert({"text": "x", "id": 5})
+    kb.close()
+
+def test_cli_names_its_own_flags(tmp_path):
+    (tmp_path / "f.txt").write_text("\n".join(FACTS) + "\n", encoding="utf-8")
+    r = run("build", tmp_path / "f.txt", "--db", tmp_path / "c.db", "--embedder", "hashing", "--summarizer", "chat", "--quiet",
+            env={"SETREE_LLM_BASE_URL": "", "SETREE_LLM_MODEL": ""})
+    assert r.returncode == 2 and "--llm-base-url URL" in r.stderr and "ValueError" not in r.stderr, r.stderr
+    (tmp_path / "c2.json").write_text("{oops", encoding="utf-8")
+    r = run("build", tmp_path / "f.txt", "--db", tmp_path / "d.db", "--embedder", "hashing", "--config", tmp_path / "c2.json")
+    assert r.returncode == 2 and r.stderr.count("c2.json") == 1, r.stderr
