@@ -440,7 +440,7 @@ def make_server(app:MemoryServer # the knowledge base behind the tools
         except InvalidParams as e: raise MCPError(code=mt.INVALID_PARAMS, message=str(e)) from None
     return Server("setree", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
 
-# %% ../nbs/08b_server.ipynb #e72178b3
+# %% ../nbs/08b_server.ipynb #6ce05ac7
 @contextmanager
 def stdout_to_stderr():
     "While inside, file descriptor 1 (and `sys.stdout`) write to stderr: nothing reaches a stdio client's reader."
@@ -455,10 +455,11 @@ _SUSPECT = re.compile("[\ud800-\udfff]|\\\\u[dD][89a-fA-F]")
 
 def refusal(line:str # one line from the client, decoded with errors='surrogateescape'
            )->mt.JSONRPCError|None: # the error to send back, or None when the SDK can parse the line itself
-    "The invalid-params answer to a request line that holds a lone surrogate (as an escape or as undecodable bytes)."
-    if not _SUSPECT.search(line): return None
+    "The answer to a line the SDK would drop silently: -32700 for a line that is not JSON, invalid params for a lone surrogate (an escape or undecodable bytes)."
+    if not line.strip(): return None
     try: msg = json.loads(line)
-    except ValueError: return None
+    except ValueError: return mt.JSONRPCError(jsonrpc="2.0", id=None, error=mt.ErrorData(code=mt.PARSE_ERROR, message="Parse error: each line must be one JSON-RPC message"))
+    if not _SUSPECT.search(line): return None
     if not isinstance(msg, dict) or "method" not in msg or isinstance(msg.get("id"), bool) or not isinstance(msg.get("id"), (str, int)): return None
     where = lone_surrogate(msg)
     if where is None: return None                 # only proper surrogate pairs: valid text

@@ -196,6 +196,10 @@ def test_raw_jsonrpc_non_ascii_and_refusals(tmp_path, lang):                    
     assert bad["error"]["code"] == -32602 and "not valid Unicode" in bad["error"]["message"], bad
     nan = r.ask(5, '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":"x","budget":NaN}}}')
     assert nan["error"]["code"] == -32602 and "nan" in nan["error"]["message"], nan
+    r.send("garbage, not JSON"); r.send(b"\xff\xfe not JSON either")               # JSON-RPC: -32700 with a null id, then go on
+    assert "result" in r.ask(1000, rpc(1000, "ping"))
+    parse = [json.loads(b) for b in r.raw_lines if b'"code":-32700' in b.replace(b" ", b"")]
+    assert len(parse) == 2 and all(m["id"] is None for m in parse), parse
     st, i = wait_applied(r, ack["seq"], 6)
     assert st["facts"] == len(C12)
     res = r.ask(i, tool(i, "retrieve", {"prompt": "cat toys", "budget": 100000}))["result"]
