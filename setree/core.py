@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts', 'default_vocab_path',
-           'wordpiece_tokenizer', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'check_tree']
+__all__ = ['VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts', 'default_vocab_path',
+           'wordpiece_tokenizer', 'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree',
+           'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -132,17 +133,26 @@ def wordpiece_tokenizer(vocab:str|Path|None=None, # vocab.txt (one token per lin
     if max_length is not None: tok.enable_truncation(max_length=max_length)
     return tok
 
-# %% ../nbs/00_core.ipynb #d9c6bc71
+# %% ../nbs/00_core.ipynb #35862ca9
 @lru_cache(maxsize=1)
 def _counter(): return wordpiece_tokenizer(max_length=None)
 
+UNK_ID = 100  # `[UNK]` in the MiniLM vocabulary
+
+def encoding_tokens(enc # a `tokenizers.Encoding` of the counter (no special tokens)
+                   )->int: # its tokens, each `[UNK]` counted as the characters it covers
+    "The budget cost of one encoding: WordPiece tokens, where an `[UNK]` costs one token per character of the word it replaces."
+    ids = enc.ids
+    if UNK_ID not in ids: return len(ids)
+    return len(ids) + sum(b - a - 1 for i, (a, b) in zip(ids, enc.offsets) if i == UNK_ID)
+
 def count_tokens(texts:str|list[str] # one text or a list of texts
                 ):# int for one text; int64 array (n,) for a list
-    "MiniLM WordPiece tokens without special tokens and without truncation: the budget unit of setree."
-    if isinstance(texts, str): return len(_counter().encode(texts, add_special_tokens=False).ids)
+    "MiniLM WordPiece tokens without special tokens and without truncation (an unknown word: one per character): the budget unit of setree."
+    if isinstance(texts, str): return encoding_tokens(_counter().encode(texts, add_special_tokens=False))
     texts = list(texts)
     if not texts: return np.zeros(0, np.int64)
-    return np.fromiter((len(e.ids) for e in _counter().encode_batch(texts, add_special_tokens=False)), np.int64, len(texts))
+    return np.fromiter((encoding_tokens(e) for e in _counter().encode_batch(texts, add_special_tokens=False)), np.int64, len(texts))
 
 # %% ../nbs/00_core.ipynb #4dd2df79
 @dataclass
