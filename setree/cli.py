@@ -95,7 +95,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #bb9dca85
+# %% ../nbs/08_cli.ipynb #59b662e0
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -126,8 +126,16 @@ def _kb(args, embedder=None, create:bool=True):
     if not create and not p.exists(): raise UsageError(f"store not found: {args.db}")
     cfg = load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
+    if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
     try: return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
     except StoreError as e: raise UsageError(str(e)) from None
+
+def _same_embedder(p:Path, embedder):
+    "A change must not silently re-embed the whole store with another model: refuse an --embedder the store was not built with."
+    with _open_store(str(p)) as st: eid = st.embedder_id()
+    if eid and eid != embedder.identity:
+        raise UsageError(f"store {p} holds vectors of {eid}, not {embedder.identity}: a change with another --embedder would re-embed every fact; "
+                         "leave --embedder out (the store's own is used), or rebuild with `setree build FILE --db ... --replace --embedder ...`")
 
 def _stored_embedder(p:Path):
     "The embedder whose vectors the store holds (the default MiniLM one for a new store)."
@@ -198,10 +206,16 @@ def _marker_hint(ids)->str:
             "gives each item's fact_ids, `setree inspect --db PATH` every fact's id)") if m else ""
 
 def _mutate(args, what:str, fn, ids=())->int:
+    new = not Path(args.db).exists()
     with _kb(args, create=what == "insert") as kb:
         try: ack = fn(kb)
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint(ids) if "unknown fact id" in str(e) else "")) from None
-        rep = _pass(kb, args, what, ack)
+        if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
+        try: rep = _pass(kb, args, what, ack)
+        except KeyboardInterrupt:   # the change is durable already: say so, and how to undo it
+            print(f"setree: interrupted; the {what} was already queued (seq {ack.seq}) and the next pass applies it"
+                  + ("; `setree forget ID...` undoes an insert" if what == "insert" else ""), file=sys.stderr)
+            return 130
     _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep)}", {"ack": ack.to_dict(), "pass": rep})
     return 0
 
@@ -401,11 +415,13 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #7411c9a0
+# %% ../nbs/08_cli.ipynb #2610fce0
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
+    from setree import __version__
+    p.add_argument("--version", action="version", version=f"setree {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     def common(sp, config=True):
         sp.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
