@@ -30,7 +30,7 @@ from . import __version__
 from .core import as_facts, patch
 from .cover import check_budget
 
-# %% ../nbs/08b_server.ipynb #5cc0f838
+# %% ../nbs/08b_server.ipynb #bb80529a
 _FACT = {"anyOf": [
     {"type": "string", "description": "the fact's text: one short, self-contained statement"},
     {"type": "object", "additionalProperties": False, "required": ["text"],
@@ -42,10 +42,10 @@ def _schema(props:dict, required=()):
     return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
 
 TOOLS = {
- "retrieve": ("Recall what this memory knows that is relevant to a prompt. Returns a context that fits `budget` tokens: the most "
+ "retrieve": ("Recall what this memory knows that is relevant to a prompt. Returns a context of at most `budget` tokens: the most "
               "relevant stored facts verbatim, and short summaries standing in for groups of related facts that do not fit one by one. "
               "Each line is marked `[f1]`, `[f2]`, … for a fact and `[s1]`, … for a summary, numbered within this context; after the context a "
-              "line `fact ids: f1=<id>, …` gives the stored id of every fact shown, which is what `update` and `forget` take. "
+              "line `fact ids: f1=<id>, …` (not counted in `budget`: about 14 tokens per fact shown) gives the stored id of every fact shown, which is what `update` and `forget` take. "
               "Call it before answering anything that may depend on what the user said earlier. Read-only and fast; it answers from the "
               "last applied state and never waits for queued changes. `status` is `ok`, `empty` (nothing stored yet) or "
               "`budget_too_small` (then `min_budget` is the smallest budget that returns something).",
@@ -311,7 +311,7 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #c924d340
+# %% ../nbs/08b_server.ipynb #6f999a1c
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -350,7 +350,7 @@ class MemoryServer:
         "Stop the writer (after at most `drain_s` seconds of a due pass) and close the knowledge base (left to the process's exit while a pass still runs)."
         self.writer.stop(drain_s)
         if self.worker: self.worker.close()
-        if self.writer.running_since is None: self.kb.close(); self._queue.close()
+        if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
 # %% ../nbs/08b_server.ipynb #b6b6086d
 @patch

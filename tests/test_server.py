@@ -100,6 +100,24 @@ def test_session_through_the_sdk_client(tmp_path):
             assert m["done"] and m["pending"] == 0
     run(go)
 
+def test_forgotten_text_leaves_the_files_when_the_session_ends(tmp_path):
+    "After a clean end of the session the store is one complete file: no -wal left holding acknowledged or forgotten text."
+    db, secret = tmp_path / "kb.db", "Mara secret: her PIN is 4711."
+    async def go():
+        async with session(db) as s:
+            await visible(s, (await call(s, "build", facts=FACTS))["seq"])
+            ack = await call(s, "insert", facts=[secret]); await visible(s, ack["seq"])
+            await visible(s, (await call(s, "forget", ids=ack["ids"]))["seq"])
+            await visible(s, (await call(s, "insert", facts=["the user drinks green tea"]))["seq"])
+    run(go)
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("kb.db"))
+    assert "kb.db-wal" not in left, left
+    assert all(b"PIN is 4711" not in (tmp_path / n).read_bytes() for n in left), left
+    import shutil, sqlite3
+    shutil.copy(db, tmp_path / "copy.db")                                  # the one file alone holds every applied change
+    with sqlite3.connect(tmp_path / "copy.db") as c: n = c.execute("SELECT count(*) FROM facts").fetchone()[0]
+    assert n == len(FACTS) + 1, n
+
 def test_bad_arguments_and_huge_budgets(tmp_path):                                   # C-15, C-16, C-09
     from setree.cover import check_budget
     db = tmp_path / "kb.db"
