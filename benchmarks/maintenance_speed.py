@@ -3,7 +3,9 @@ included), summarizer calls and rows written per pass, and the time to load the 
 
 usage: python benchmarks/maintenance_speed.py N REPS STORE [--label L] [--sections]
   N      facts: the first N lines of the corpus (their vectors from the cached chunks, see EMB_CACHE)
+  REPS   measured passes; 0: only build STORE (it must be missing) and print the build's time and shape
   STORE  a knowledge base of those N facts; built (once) when missing, then only copied: the measured passes run on the copy
+         (build_s in the output: the wall seconds of that build, build + its pass, from the cached vectors; None when STORE existed)
   --sections  also time the steps of a pass (wall seconds inside each of the functions in SECTIONS, summed over the measured passes;
               nested steps are also counted in their callers, so the shares do not add up to 100 %)
 Prints one JSON line. Set PYTHONPATH to measure another checkout of setree (the report does, for the code before a change)."""
@@ -32,6 +34,11 @@ def time_sections(T:dict):
                 finally: T[_nm] = T.get(_nm, 0.0) + time.perf_counter() - t0
             setattr(obj, nm, functools.wraps(f)(g))
 
+def shape(t)->dict:
+    "Depth, members per clustering level, and the facts the first level left alone (carried up as their own parent)."
+    return dict(depth=int(t.depth.max()), levels=[len(lv.members) for lv in t.levels],
+                lone_facts=int((t.levels[0].parents < 0).sum()) if t.levels else 0)
+
 def main():
     ap = argparse.ArgumentParser(); ap.add_argument("n", type=int); ap.add_argument("reps", type=int); ap.add_argument("store")
     ap.add_argument("--label", default=""); ap.add_argument("--sections", action="store_true"); a = ap.parse_args()
@@ -52,9 +59,15 @@ def main():
             return (np.stack([s.vec[t] for t in texts]) if texts else np.zeros((0, s.dim), np.float32)), np.zeros(len(texts), bool)
         def embed(s, texts): return s.embed_with_flags(texts)[0]
         def embed_query(s, t): return inner.embed_query(t)
-    E, src = Cached(), Path(a.store)
+    E, src, build_s = Cached(), Path(a.store), None
+    if a.reps == 0 and src.exists(): raise SystemExit(f"{src} exists: REPS 0 only builds a new store")
     if not src.exists():
+        t0 = time.perf_counter()
         with KnowledgeBase(src, embedder=E) as kb: kb.build(list(dict.fromkeys(x for x in lines[:a.n] if x.strip()))); kb.maintain()
+        build_s = time.perf_counter() - t0
+    if a.reps == 0:
+        with Store(src, readonly=True) as s: t = s.load()
+        print(json.dumps(dict(label=a.label, n=a.n, build_s=round(build_s, 2), **shape(t), setree=setree.__file__))); return
     work = src.with_name(f"{src.stem}.work{os.getpid()}.db")
     s0, d0 = sqlite3.connect(f"file:{src}?mode=ro", uri=True), sqlite3.connect(work); s0.backup(d0); s0.close(); d0.close()
     try:
@@ -78,7 +91,7 @@ def main():
         w = walls[1:] or walls   # the first pass also fills caches (the facts' normalized texts)
         print(json.dumps(dict(label=a.label, n=a.n, reps=a.reps, p50_s=float(np.percentile(w, 50)), p95_s=float(np.percentile(w, 95)),
                               walls=[round(x, 4) for x in walls], calls=calls, rows=rows, load_s=[round(x, 3) for x in loads],
-                              depth=int(t.depth.max()), levels=[len(lv.members) for lv in t.levels], setree=setree.__file__,
+                              build_s=build_s, **shape(t), setree=setree.__file__,
                               sections={k: round(v / len(w), 4) for k, v in sorted(T.items(), key=lambda x: -x[1])} if a.sections else None)))
     finally:
         for ext in ("", "-wal", "-shm", "-lock"):   # (-lock: the pass lock file next to the store)

@@ -26,8 +26,8 @@ ig = _Lazy("igraph")
 
 # %% auto #0
 __all__ = ['K_MAX', 'RESOLUTION', 'SUMMARY_TOKENS', 'WINDOW_TOKENS', 'STALL_RATIO', 'BLOCK_ELEMS', 'ig', 'knn', 'knn_graph',
-           'canonical', 'leiden', 'sweep_chunks', 'split_group', 'split_oversize', 'Hierarchy', 'partition_level',
-           'cluster_hierarchy']
+           'canonical', 'leiden', 'sweep_chunks', 'sub_leiden', 'split_group', 'split_oversize', 'Hierarchy',
+           'partition_level', 'cluster_hierarchy']
 
 # %% ../nbs/02_cluster.ipynb #1d6cb687
 def _i64(a=()): return np.asarray(a, dtype=np.int64)
@@ -93,7 +93,7 @@ def leiden(g:ig.Graph, # undirected graph with edge attribute "weight"
     finally: ig.set_random_number_generator(random)   # igraph's default: the `random` module
     return canonical(part.membership)
 
-# %% ../nbs/02_cluster.ipynb #293105b9
+# %% ../nbs/02_cluster.ipynb #82e1fe2b
 def sweep_chunks(C:np.ndarray, # (m, d) member centroids
                  est:np.ndarray, # (m,) int64 estimated tokens of each member
                  window:int, # tokens a chunk may hold
@@ -110,26 +110,37 @@ def sweep_chunks(C:np.ndarray, # (m, d) member centroids
         labels[i], tot, cnt = cur, tot + int(est[i]), cnt + 1
     return canonical(labels)
 
-def split_group(g:ig.Graph, # the level's kNN graph
+def sub_leiden(sub:ig.Graph, # a subgraph of a level's kNN graph (edge attribute "weight")
+               total:float, # m: the total edge weight of the whole level's graph
+               resolution:float, seed:int, # the level's resolution r, and the seed
+              )->np.ndarray: # (n,) int64 canonical community labels of the subgraph's members
+    "`leiden` on a subgraph at resolution `r * m_sub / m`, so its null-model term `r k_i k_j / 2m` has the whole level's scale."
+    share = sum(sub.es["weight"]) / total if total > 0 else 0.0
+    return leiden(sub, resolution * share, seed)
+
+def split_group(g:ig.Graph, # the level's kNN graph (or a subgraph of it holding `pos`)
                 pos:np.ndarray, # (m,) sorted member positions of one community that exceeds the window
                 C:np.ndarray, # (n, d) member centroids of the level
                 est:np.ndarray, # (n,) estimated tokens of the level's members
                 window:int, resolution:float, seed:int,
+                total:float=None, # the level's total edge weight m; None: g's
                )->np.ndarray: # (m,) int64 labels of the parts
-    "Split an oversize community: Leiden on its own subgraph, recursively; `sweep_chunks` when Leiden keeps it whole."
-    sub = leiden(g.induced_subgraph(pos.tolist()), resolution, seed)
+    "Split an oversize community: `sub_leiden` on its own subgraph, recursively; `sweep_chunks` when Leiden keeps it whole."
+    if total is None: total = sum(g.es["weight"])
+    sub = sub_leiden(g.induced_subgraph(pos.tolist()), total, resolution, seed)
     if sub.max() == 0: return sweep_chunks(C[pos], est[pos], window)
-    return split_oversize(g, pos, sub, C, est, window, resolution, seed)
+    return split_oversize(g, pos, sub, C, est, window, resolution, seed, total)
 
-def split_oversize(g, pos, labels, C, est, window, resolution, seed):
-    "Labels of `pos` after splitting every part of two or more members whose estimated tokens exceed `window`."
+def split_oversize(g, pos, labels, C, est, window, resolution, seed, total=None):
+    "Labels of `pos` after splitting every part of two or more members whose estimated tokens exceed `window` (`total`: as in `split_group`)."
     tot, size = np.bincount(labels, est[pos]), np.bincount(labels)
     over = np.flatnonzero((tot > window) & (size >= 2))
     if not len(over): return labels
+    if total is None: total = sum(g.es["weight"])
     labels, nxt = labels.copy(), labels.max() + 1
     for c in over:
         inner = np.flatnonzero(labels == c)
-        parts = split_group(g, pos[inner], C, est, window, resolution, seed)
+        parts = split_group(g, pos[inner], C, est, window, resolution, seed, total)
         labels[inner] = parts + nxt; nxt += parts.max() + 1
     return canonical(labels)
 

@@ -492,7 +492,7 @@ def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
     return _align(keys, q.ravel()).reshape(q.shape)
 
-# %% ../nbs/07b_maintain.ipynb #e8137859
+# %% ../nbs/07b_maintain.ipynb #8d1c5618
 def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     "The kNN graph induced on member positions `X` (sorted)."
     from setree.cluster import knn_graph
@@ -512,15 +512,14 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     """New community labels (0..c-1) for the member positions `X`, Leiden run on their induced kNN graph only.
     "fixed": leidenalg moves only the `free` members (bool over X), the others keep `init` (their old communities); the quality is
     the whole level's modularity (node sizes = degrees in the whole level, resolution scaled by its total weight).
-    "subgraph": igraph's Leiden re-decides every member of X, at a resolution scaled by the subgraph's share of the total weight."""
-    from setree.cluster import canonical, leiden
+    "subgraph": `setree.cluster.sub_leiden` re-decides every member of X (the resolution scaled by the subgraph's share of the level's weight)."""
+    from setree.cluster import canonical, sub_leiden
     mode = mode or LEIDEN_MODE
     g = _sub_graph(idx, sim, X)
     if g.ecount() == 0: return canonical(np.where(free, -1 - np.arange(len(X)), init))
     deg = _degrees(idx, sim); two_m = deg.sum()
     if mode == "subgraph":
-        share = 2 * sum(g.es["weight"]) / max(two_m, 1e-12)
-        return leiden(g, resolution * share, seed)
+        return sub_leiden(g, two_m / 2, resolution, seed)
     import leidenalg   # "fixed" and "local" (all of X free): the whole level's modularity, from the committed communities
     scale = 1000.0
     sizes = np.maximum(1, np.rint(scale * deg[X])).astype(np.int64).tolist()
@@ -598,7 +597,7 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #064c2cbf
+# %% ../nbs/07b_maintain.ipynb #6fd44595
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
                keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
               ):
@@ -620,7 +619,8 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     else: lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed)
     tot, size = np.bincount(lab, m.est[X]), np.bincount(lab)
     if ((tot > config.window_tokens) & (size >= 2)).any():   # (the induced graph is built only when a community must be split)
-        lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution, config.seed)
+        lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution,
+                             config.seed, _degrees(idx, sim).sum() / 2)   # the whole level's weight: the split's resolution is scaled as in a build
     # a re-decided community with exactly its committed members keeps its label; any other gets a new one
     comm, fresh = init.copy(), int(old["community"].max(initial=-1)) + 1
     _, _, lo, lb = _groups(lab)

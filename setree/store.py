@@ -115,19 +115,33 @@ def _dumps(x, what:str)->str:
     try: return _ENC.encode(x)
     except (TypeError, ValueError) as e: raise InvalidTree(f"{what} cannot be stored as JSON: {e}") from None
 
-# %% ../nbs/07_store.ipynb #24734177
-def _check_tree(t:Tree):
-    "Raise `InvalidTree` naming the first inconsistency of `t`."
+# %% ../nbs/07_store.ipynb #b89fde14
+def _flat_children(children:list)->np.ndarray:
+    "All children lists end to end, int64; one `np.concatenate` when they are flat arrays (a 50,000-fact tree has 50,000 lists)."
+    try:
+        flat = np.concatenate(children)
+        if flat.ndim == 1: return flat.astype(np.int64, copy=False)
+    except (ValueError, TypeError): pass
+    return np.concatenate([np.asarray(c, np.int64).ravel() for c in children])
+
+def _check_tree(t:Tree,
+                nodes=None, # optional (M,) bool: the only nodes whose strings (text, summarizer) may be new; None: all
+                facts=None, # optional (N,) bool: the only facts that may be new objects; None: all
+               ):
+    """Raise `InvalidTree` naming the first inconsistency of `t`. Sizes, float arrays and the structure are always checked
+    whole; `nodes` / `facts` limit the per-item Python checks to the items a maintenance pass may have changed."""
     if not isinstance(t, Tree): raise InvalidTree(f"expected a setree.core.Tree, got {type(t).__name__}")
     N, M = len(t.facts), len(t.texts)
     if (M == 0) != (N == 0) or M < N: raise InvalidTree(f"tree has {N} facts but {M} nodes; need M >= N, and M = 0 only when N = 0")
-    if not all(isinstance(f, Fact) for f in t.facts): raise InvalidTree("tree.facts must be setree.core.Fact objects")
+    vs = range(M) if nodes is None or np.shape(nodes) != (M,) else np.flatnonzero(nodes).tolist()
+    fs = range(N) if facts is None or np.shape(facts) != (N,) else np.flatnonzero(facts).tolist()
+    if not all(isinstance(t.facts[i], Fact) for i in fs): raise InvalidTree("tree.facts must be setree.core.Fact objects")
     for name in ("texts", "summarizer"):
         xs = getattr(t, name)
         if len(xs) != M: raise InvalidTree(f"tree.{name} has length {len(xs)}, expected M = {M}")
-        bad = [i for i, x in enumerate(xs) if not isinstance(x, str)]
+        bad = [i for i in vs if not isinstance(xs[i], str)]
         if bad: raise InvalidTree(f"tree.{name} must hold strings; not at node {bad[:10]}")
-    bad = [v for v in range(N, M) if is_blank(t.texts[v])]
+    bad = [v for v in vs if v >= N and is_blank(t.texts[v])]
     if bad: raise InvalidTree(f"internal node(s) {bad[:10]} have no summary (blank text)")
     for name in ("children", "quotes"):
         if len(getattr(t, name)) != M: raise InvalidTree(f"tree.{name} has length {len(getattr(t, name))}, expected M = {M}")
@@ -158,7 +172,7 @@ def _check_tree(t:Tree):
     if M and ((lev[:N] != 0).any() or (lev[N:] < 1).any() or (np.diff(lev[N:]) < 0).any()):
         raise InvalidTree("tree.level: facts must be level 0 and internal nodes numbered level by level (levels >= 1, non-decreasing)")
     lens = np.fromiter(map(len, t.children), np.int64, M) if M else np.zeros(0, np.int64)
-    flat = np.concatenate([np.asarray(c, np.int64).ravel() for c in t.children]) if lens.sum() else np.zeros(0, np.int64)
+    flat = _flat_children(t.children) if lens.sum() else np.zeros(0, np.int64)
     ends = np.cumsum(lens)   # ascending inside each list: a step down is allowed only where a new list starts
     down = np.flatnonzero(np.diff(flat) <= 0) + 1
     bad = np.unique(np.searchsorted(ends, down[~np.isin(down, ends)], side="right")).tolist()
@@ -227,7 +241,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #890db37b
+# %% ../nbs/07_store.ipynb #e04f3f26
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -630,7 +644,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #7a19c6cc
+# %% ../nbs/07_store.ipynb #cb86692c
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -666,6 +680,14 @@ def queued(self:Store, after:int=0 # only entries with seq > after
     rows = self._txn(lambda con: con.execute("SELECT seq, op, payload FROM queue WHERE seq > ? ORDER BY seq", (after,)).fetchall(), write=False)
     return [(s, op, json.loads(p)) for s, op, p in rows]
 
+def _pass_changes(base:Tree, tree:Tree, dirty, dirty_facts, full:bool)->tuple:
+    """(nodes, facts) for `_check_tree`: the nodes and facts a pass may have changed — the dirty ones and those with a new row key —
+    when the pass says which (the others are the committed ones, checked when they were written and on every load); else (None, None)."""
+    N, M = len(tree.facts), len(tree.texts)
+    if full or getattr(base, "_keys", None) is None or np.shape(dirty) != (M,) or np.shape(dirty_facts) != (N,): return None, None
+    new = _align(_keys_of(base), _keys_of(tree)) < 0
+    return np.asarray(dirty, bool) | new, np.asarray(dirty_facts, bool) | new[:N]
+
 @patch
 def commit_pass(self:Store, base:Tree, # the committed tree the pass started from (as loaded: carries its row keys and generation)
                 tree:Tree, # the new tree; `tree._keys` are the row keys (kept nodes keep theirs)
@@ -678,7 +700,7 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
                )->dict: # rows written per table
     """Commit a maintenance pass in ONE transaction: the tree's changed rows, the drained queue and the report; or nothing.
     Raises `StoreError` when another pass committed since `base` was loaded (nothing written)."""
-    _check_tree(tree)
+    _check_tree(tree, *_pass_changes(base, tree, dirty, dirty_facts, full))
     K = _keys_of(tree)
     def write(con):
         gen = int(_meta(con).get("generation", "0"))

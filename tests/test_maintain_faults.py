@@ -56,3 +56,37 @@ def test_failed_pass_keeps_tree_and_queue(tmp_path):
     with KnowledgeBase(db, embedder=H) as kb:
         rep = kb.maintain()
         assert rep["error"] is None and rep["inserted"] == 2 and kb.stats()["pending"] == 0 and kb.stats()["facts"] == 26
+
+def test_commit_refuses_a_corrupt_change(tmp_path, monkeypatch):
+    "The commit checks the strings of only the nodes and facts a pass changed (the structure whole): a corrupt change is still refused, nothing is written."
+    pytest.importorskip("setree.maintain")
+    import numpy as np
+    import setree.maintain as M
+    from setree.embed import get_embedder
+    H, db = get_embedder("hashing"), tmp_path / "kb.db"
+    with M.KnowledgeBase(db, embedder=H) as kb:
+        kb.insert([f"the user keeps note {i} about topic {i % 4}" for i in range(80)]); kb.maintain(); before = kb.tree()
+    def dirty_node(t, info): return t.n_facts + int(np.flatnonzero(info["_dirty"][t.n_facts:])[0])
+    def new_fact(t, info): return [f.text for f in t.facts].index(info["_text"])
+    def clean_node(t, info):   # an internal node the pass did not change, with two children or more
+        return t.n_facts + int(np.flatnonzero(~info["_dirty"][t.n_facts:] & (np.array([len(c) for c in t.children[t.n_facts:]]) > 1))[0])
+    def flip(t, v): t.children[v] = t.children[v][::-1].copy()
+    cases = {"ascending": lambda t, i: flip(t, clean_node(t, i)),   # the structure is checked whole, changed or not
+             "no summary": lambda t, i: t.texts.__setitem__(dirty_node(t, i), "  "),
+             "summarizer must hold strings": lambda t, i: t.summarizer.__setitem__(dirty_node(t, i), None),
+             "Fact objects": lambda t, i: t.facts.__setitem__(new_fact(t, i), i["_text"])}
+    orig = M.KnowledgeBase._run_pass
+    for k, (msg, corrupt) in enumerate(cases.items()):
+        text = f"the user fixes bike number {k} on sundays"
+        def bad(self, base, plan, _c=corrupt, _t=text):
+            tree, info = orig(self, base, plan)
+            _c(tree, {**info, "_text": _t}); return tree, info
+        monkeypatch.setattr(M.KnowledgeBase, "_run_pass", bad)
+        with M.KnowledgeBase(db, embedder=H) as kb:
+            kb.insert(text); rep = kb.maintain()
+            assert msg in (rep["error"] or ""), (msg, rep["error"])
+            assert kb.tree().texts == before.texts and kb.stats()["pending"] == k + 1 and kb.stats()["integrity"] == "ok"
+    monkeypatch.setattr(M.KnowledgeBase, "_run_pass", orig)
+    with M.KnowledgeBase(db, embedder=H) as kb:
+        rep = kb.maintain()
+        assert rep["error"] is None and rep["inserted"] == 4 and kb.stats()["facts"] == 84
