@@ -369,7 +369,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #ad1d71a5
+# %% ../nbs/07b_maintain.ipynb #e8425be4
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -399,6 +399,7 @@ def maintain(self:KnowledgeBase)->dict:
             except StoreError: pass
             return report
         settle_phrase_stats(base, tree)
+        if plan.counts["forgotten"] or plan.counts["updated"] or report["full_rebuild"]: self._w.checkpoint()   # old texts out of the -wal file
         with self._cache_lock: self._cache = (tree._generation, tree)
         return report
 

@@ -644,7 +644,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #cb86692c
+# %% ../nbs/07_store.ipynb #33d9ad7b
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -664,6 +664,14 @@ def queue_state(self:Store)->dict:
     "pending (queued, not yet applied), queued_seq (last seq queued), applied_seq (last seq applied), last_pass (dict or None)."
     if self.version < 2: return dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None)
     return self._txn(_queue_in, write=False)
+
+@patch
+def checkpoint(self:Store)->bool: # True when the log was emptied (False: a reader still used it; the next checkpoint empties it)
+    """Copy the write-ahead log into the store file and empty it (`PRAGMA wal_checkpoint(TRUNCATE)`), so that no old page image,
+    a forgotten fact's text among them, stays in the `-wal` file. Waits up to `timeout_s` for readers. Raises `StoreError` read-only."""
+    if self.readonly: raise StoreError(f"store {self.path} is open read-only")
+    with self._lock: busy, _, _ = self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return not busy
 
 def _queue_in(con)->dict:
     "`queue_state` inside an open transaction."
