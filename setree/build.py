@@ -112,7 +112,10 @@ class Progress:
             self._thread.start()
         if self.tty or self.show: self._emit()
 
-    def expect(self, n:int): self.total += int(n)  # summaries to write
+    def expect(self, n:int # summaries about to be asked for
+              ):
+        "Add `n` to the number of summaries the progress line counts towards."
+        self.total += int(n)
 
     def summary(self, s, redo:bool=False):
         "Count one finished summary (a `setree.summarize.Summary`); `redo`: a re-asked node (offset-aware re-summarization)."

@@ -28,7 +28,9 @@ class Ack:
     op: str         # "insert" | "forget" | "update" | "build" | "reset"
     ids: list       # fact ids affected (an insert of an already stored text: the stored fact's id)
     already_stored: list = field(default_factory=list)  # insert: the ids among `ids` whose text was already stored (or queued): nothing new for them
-    def to_dict(self)->dict: return asdict(self)
+    def to_dict(self)->dict:
+        "The acknowledgement as a JSON-ready dict (the same fields), as the CLI's `--json` and the MCP tools return it."
+        return asdict(self)
 
 def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 

@@ -2,6 +2,7 @@
 
     python tools/nb.py from-py SRC.py DST.ipynb   # percent-format script -> notebook
     python tools/nb.py run NB.ipynb [NB ...]       # execute in place, keep outputs (execnb)
+    python tools/nb.py run-fast NB.ipynb [NB ...]  # the same, but `#| slow` cells keep their saved outputs unexecuted
     python tools/nb.py to-py NB.ipynb DST.py       # notebook -> percent-format script
     python tools/nb.py sync SRC.py NB.ipynb        # like from-py, but cells whose source is unchanged keep their ids and outputs
 
@@ -59,14 +60,15 @@ def to_py(src, dst):
         out.append("")
     Path(dst).write_text("\n".join(out))
 
-def run(path):
+def run(path, skip_slow=False):
     import os
     from execnb.nbio import read_nb, write_nb
     from execnb.shell import CaptureShell
     path = Path(path).resolve()
     os.chdir(path.parent)
     nb = read_nb(path)
-    CaptureShell(path=path.parent).run_all(nb, exc_stop=True)
+    slow = lambda cell: skip_slow and "#| slow" in cell.source   # True: the cell is not run (execnb keeps its outputs)
+    CaptureShell(path=path.parent).run_all(nb, exc_stop=True, preproc=slow)
     write_nb(nb, path)
 
 if __name__ == "__main__":
@@ -74,6 +76,6 @@ if __name__ == "__main__":
     if cmd == "from-py": from_py(*args)
     elif cmd == "to-py": to_py(*args)
     elif cmd == "sync": sync(*args)
-    elif cmd == "run":
-        for a in [Path(a).resolve() for a in args]: run(a)
+    elif cmd in ("run", "run-fast"):
+        for a in [Path(a).resolve() for a in args]: run(a, skip_slow=cmd == "run-fast")
     else: sys.exit(__doc__)
