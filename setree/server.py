@@ -311,7 +311,7 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #6f999a1c
+# %% ../nbs/08b_server.ipynb #de83856c
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -325,6 +325,13 @@ def _retrieve_text(c, pending:int=0)->str:
     if c.status == "budget_too_small": return f"(budget {c.budget} is too small: the smallest budget that returns something is {c.min_budget})"
     ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
     return c.render() + (f"\n\nfact ids: {ids}" if ids else "")
+
+_PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'))
+
+def _in_json(msg:str)->str:
+    "A library message in the words of a tool call: its Python keyword arguments become JSON arguments."
+    for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
+    return msg
 
 class MemoryServer:
     "One knowledge base behind the MCP tools: validation, the single writer, results for an LLM and for programs."
@@ -397,7 +404,7 @@ def tool_maintain(self:MemoryServer, wait_seconds=60):
     msg = ("pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
     return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)))
 
-# %% ../nbs/08b_server.ipynb #7c7373a8
+# %% ../nbs/08b_server.ipynb #c53dbf67
 @patch
 def call(self:MemoryServer, name:str, # tool name
           arguments:dict|None, # its arguments
@@ -420,7 +427,7 @@ def call(self:MemoryServer, name:str, # tool name
         return _result(f"the knowledge base is busy, nothing was changed; retry: {e}", {"error": str(e), "retryable": True}, error=True)
     except StoreError as e:
         return _result(f"store error: {e}", {"error": str(e), "retryable": False}, error=True)
-    except (ValueError, TypeError) as e: raise InvalidParams(str(e)) from None
+    except (ValueError, TypeError) as e: raise InvalidParams(_in_json(str(e))) from None
     except Exception as e:
         self.log.exception("tool %s failed", name)
         return _result(f"internal error in {name}: {type(e).__name__}: {e}", {"error": f"{type(e).__name__}: {e}", "retryable": False}, error=True)

@@ -67,7 +67,7 @@ def test_session_through_the_sdk_client(tmp_path):
             assert ack["op"] == "build" and len(ack["ids"]) == len(FACTS) and ack["seq"] >= 1
             st = await visible(s, ack["seq"])
             assert st["facts"] == len(FACTS) and st["pending"] == 0 and st["integrity"] == "ok"
-            assert "replace" in await refused(s, "build", facts=["x y z"])                  # the KB holds facts: refused
+            assert 'call build with "replace": true' in await refused(s, "build", facts=["x y z"])   # the KB holds facts: refused, in JSON words
             full = await call(s, "retrieve", prompt="what editor theme", budget=10**6)
             assert full["status"] == "ok" and sorted(texts(full)) == sorted(FACTS)
             ack = await call(s, "insert", facts=["the user drinks green tea", {"text": "the user plays chess", "meta": {"src": "t"}}])
@@ -90,7 +90,7 @@ def test_session_through_the_sdk_client(tmp_path):
             await visible(s, ack["seq"])
             r = await call(s, "retrieve", prompt="C++", budget=10**6)
             assert "the user moved to C++23" in texts(r) and "C++20" not in r["rendered"]
-            assert "confirm" in await refused(s, "reset", confirm=False)
+            assert 'call reset with "confirm": true' in await refused(s, "reset", confirm=False)
             assert "confirm" in await refused(s, "reset")
             ack = await call(s, "reset", confirm=True)
             st = await visible(s, ack["seq"])
