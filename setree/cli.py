@@ -13,7 +13,7 @@ __all__ = ['OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'Usage
            'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
            'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
-# %% ../nbs/08_cli.ipynb #cbfeb2a3
+# %% ../nbs/08_cli.ipynb #5915ea33
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2."
 
@@ -24,6 +24,7 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
     if path == "-": text, kind = _utf8(_stdin_bytes(), path), None
     else:
         p = Path(path)
+        if p.is_dir(): raise UsageError(f"{path} is a directory, not a fact file")
         if not p.is_file(): raise UsageError(f"fact file not found: {path}")
         text, kind = _utf8(p.read_bytes(), path), p.suffix.lower()
     if kind is None:
@@ -95,7 +96,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #59b662e0
+# %% ../nbs/08_cli.ipynb #01ef2828
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -192,7 +193,8 @@ def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{'
 def _ack_lines(what:str, ack)->str:
     "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored."
     ids = list(dict.fromkeys(ack.ids))
-    lines = [f"{what}: {_ids_text(ids)} (seq {ack.seq})"]
+    new = [i for i in ids if i not in set(ack.already_stored)]
+    lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
     if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once")
     if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     return "\n".join(lines)
@@ -256,7 +258,7 @@ def cmd_serve(argv:list[str])->int:
     srv.add_serve_args(p)
     return srv.cmd_serve(p.parse_args(argv))
 
-# %% ../nbs/08_cli.ipynb #41424001
+# %% ../nbs/08_cli.ipynb #ee92febf
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -270,7 +272,8 @@ def _cover_params(tree, args):
     if cfg is not None: d.update(cfg.to_dict())
     d.update({k: getattr(args, k) for k in ("beta", "gamma", "tau", "min_score") if getattr(args, k, None) is not None})
     try: return CoverParams.from_config(d), d.get("default_budget")
-    except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
+    except (ValueError, TypeError) as e:   # name the option, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
+        raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: f"--{m.group(1).replace('_', '-')} ({m.group(1)})", str(e))) from None
 
 def _human(cover)->str:
     if cover.status == "empty": return "(the knowledge base is empty: no facts yet)"

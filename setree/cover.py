@@ -623,7 +623,7 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
                                w._body(v), ix.ids_ord[tree.start[v]:tree.stop[v]].tolist(), mark, ix.gtext[g] if g >= 0 else None))
     return done(items, int(w.used), "ok", None, (tuple(groups), ix.gtext, ix.gkey))
 
-# %% ../nbs/06_cover.ipynb #3b8dc9b0
+# %% ../nbs/06_cover.ipynb #dfb5cf69
 def _tree_embedder(tree):
     from setree.embed import get_embedder
     eid = tree.embedder_id or ""
@@ -641,12 +641,15 @@ def retrieve(tree:Tree, # a finalized tree (M = 0 allowed)
     """Answer a prompt with a tree cover that fits `budget` tokens; `latency_ms` includes the embedding.
     Raises `TypeError`/`ValueError` for a bad budget or prompt, `ValueError` when the embedder's identity differs from the tree's."""
     t0 = time.perf_counter()
+    if not isinstance(tree, Tree): raise TypeError(f"tree must be a setree Tree (from build_tree or Store.load), got {type(tree).__name__}")
     if budget is None:
         cfg = tree.config or {}
         budget = (cfg.get("default_budget") if isinstance(cfg, dict) else getattr(cfg, "default_budget", None)) or DEFAULT_BUDGET
     budget = check_budget(budget)
     if not isinstance(prompt, str): raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
     if is_blank(prompt): raise ValueError("prompt is blank (empty, whitespace or invisible characters only)")
+    try: prompt.encode("utf-8")
+    except UnicodeEncodeError: raise ValueError("prompt is not valid Unicode (lone surrogate)") from None
     params = params if params is not None else CoverParams.from_config(tree.config)
     if tree.n_nodes == 0: q = np.zeros(0, np.float32)
     else:
