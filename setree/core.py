@@ -13,8 +13,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts', 'default_vocab_path',
-           'wordpiece_tokenizer', 'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree',
-           'check_tree']
+           'wordpiece_tokenizer', 'token_costs', 'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree',
+           'InvalidTree', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -97,7 +97,7 @@ def _with_ids(raw)->list[Fact]:
     if len(set(ids)) != len(ids): raise ValueError(f"duplicate fact id(s): {sorted({x for x in ids if ids.count(x) > 1})[:20]}")
     return facts
 
-# %% ../nbs/00_core.ipynb #3e326b54
+# %% ../nbs/00_core.ipynb #250c317a
 def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, text[, meta]) tuples
             )->list[Fact]: # validated facts with unique ids, in input order
     """Normalize a knowledge base into `Fact`s.
@@ -105,7 +105,7 @@ def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, tex
     `TypeError` for an item of another type. One text, `Fact` or dict on its own is one fact (not an iterable of characters or keys)."""
     if isinstance(items, (str, Fact, dict)): items = [items]
     elif items is None or not hasattr(items, "__iter__"):
-        raise TypeError(f"facts must be a text, a fact, or a list of them; got {type(items).__name__}")
+        raise TypeError(f"facts must be a text, a fact, or a list of them; got {'None' if items is None else type(items).__name__}")
     raw = [_one_fact(i, it) for i, it in enumerate(items)]
     _check_texts(raw)
     return _with_ids(raw)
@@ -133,18 +133,22 @@ def wordpiece_tokenizer(vocab:str|Path|None=None, # vocab.txt (one token per lin
     if max_length is not None: tok.enable_truncation(max_length=max_length)
     return tok
 
-# %% ../nbs/00_core.ipynb #35862ca9
+# %% ../nbs/00_core.ipynb #6b2cb50e
 @lru_cache(maxsize=1)
 def _counter(): return wordpiece_tokenizer(max_length=None)
 
 UNK_ID = 100  # `[UNK]` in the MiniLM vocabulary
 
+def token_costs(enc # a `tokenizers.Encoding` of the counter (no special tokens)
+               )->np.ndarray: # (tokens,) int64: 1 per token, an `[UNK]` the characters it covers
+    "The budget cost of each token of one encoding."
+    return np.array([b - a if i == UNK_ID else 1 for i, (a, b) in zip(enc.ids, enc.offsets)], np.int64)
+
 def encoding_tokens(enc # a `tokenizers.Encoding` of the counter (no special tokens)
-                   )->int: # its tokens, each `[UNK]` counted as the characters it covers
+                   )->int: # `token_costs(enc).sum()`, without building the array when no token is `[UNK]`
     "The budget cost of one encoding: WordPiece tokens, where an `[UNK]` costs one token per character of the word it replaces."
     ids = enc.ids
-    if UNK_ID not in ids: return len(ids)
-    return len(ids) + sum(b - a - 1 for i, (a, b) in zip(ids, enc.offsets) if i == UNK_ID)
+    return len(ids) if UNK_ID not in ids else int(token_costs(enc).sum())
 
 def count_tokens(texts:str|list[str] # one text or a list of texts
                 ):# int for one text; int64 array (n,) for a list

@@ -20,7 +20,7 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'TOP_CHUR
 # %% ../nbs/07b_maintain.ipynb #83362b23
 from .build import unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
-# %% ../nbs/07b_maintain.ipynb #c191dd10
+# %% ../nbs/07b_maintain.ipynb #49352360
 @dataclass
 class Ack:
     "The acknowledgement of a queued mutation."
@@ -33,11 +33,6 @@ class Ack:
         return asdict(self)
 
 def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-def _as_list(facts):
-    if isinstance(facts, (str, Fact, dict)): return [facts]
-    if facts is None or not hasattr(facts, "__iter__"): raise TypeError(f"facts must be a text, a fact, or a list of them; got {type(facts).__name__}")
-    return list(facts)
 
 def _fact_dict(f:Fact)->dict: return {"id": f.id, "text": f.text, "meta": f.meta}
 
@@ -120,13 +115,13 @@ class KnowledgeBase:
         if self.readonly: raise StoreError(f"store {self.path} is open read-only")
         return self._w.enqueue(op, payload, lambda con: check(_View(con, int(_meta(con).get("applied_seq", "0")))))
 
-# %% ../nbs/07b_maintain.ipynb #d2073ebf
+# %% ../nbs/07b_maintain.ipynb #a269d828
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
     """Queue facts for insertion (durable on return). Validated first, with `build`'s errors (`ValueError`, `TypeError`); a text
     already stored, or given twice, is stored once. Raises `ValueError` for an explicit id that names a fact with another text."""
-    kept, ids = unique_facts(_as_list(facts))
+    kept, ids = unique_facts(facts)
     if not kept: raise ValueError("no facts to insert")
     def check(view):
         alias, new = {}, []
@@ -171,13 +166,13 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
     return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
 
-# %% ../nbs/07b_maintain.ipynb #f4529b57
+# %% ../nbs/07b_maintain.ipynb #41d27e96
 @patch
 def build(self:KnowledgeBase, facts, # the whole new knowledge base (anything `insert` accepts; an empty list: an empty KB)
           replace:bool=False, # required when the knowledge base holds facts: they are all deleted
          )->Ack:
     "Queue a whole new knowledge base (a full rebuild at the next pass). Raises `ValueError` when it holds facts and not `replace`."
-    kept, ids = unique_facts(_as_list(facts))
+    kept, ids = unique_facts(facts)
     def check(view):
         n = view.count()
         if n and not replace: raise ValueError(f"the knowledge base already holds {n} facts; build with replace=True to delete them and build anew")
