@@ -13,7 +13,7 @@ __all__ = ['OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'Usage
            'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
            'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
-# %% ../nbs/08_cli.ipynb #5915ea33
+# %% ../nbs/08_cli.ipynb #0741f59e
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2."
 
@@ -31,25 +31,13 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
         if text.lstrip().startswith("[") and _is_json_array(text):
             raise UsageError("-: the input is one JSON array; give one JSON object per line (.jsonl: {\"text\": ...}) or one fact per line")
         kind = ".jsonl" if text.lstrip().startswith("{") else ".txt"
-    if kind == ".jsonl":
-        items = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip(): continue
-            try: obj = json.loads(line)
-            except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
-            if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
-            t = obj.get("text")
-            if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({_json_type(t)})')
-            try: as_facts([obj])
-            except (ValueError, TypeError) as e: raise UsageError(f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}") from None
-            items.append(obj)
-    elif kind in (".txt", ""): items = [l.removesuffix("\r") for l in text.split("\n") if l.strip()]   # only \n (or \r\n) ends a fact: a form feed or U+2028 inside one does not
-    else: raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
+    if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
+    items = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
     if not items: raise UsageError(f"{path}: no facts in the file")
     try: return as_facts(items)
     except (ValueError, TypeError) as e: raise UsageError(f"{path}: {e}") from None
 
-# %% ../nbs/08_cli.ipynb #3bdec856
+# %% ../nbs/08_cli.ipynb #dc2e0bad
 def _stdin_bytes()->bytes: return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
 
 def _utf8(data:bytes, path:str)->str:
@@ -60,6 +48,33 @@ def _utf8(data:bytes, path:str)->str:
 def _is_json_array(text:str)->bool:
     try: return isinstance(json.loads(text), list)
     except ValueError: return False
+
+def _refusal(item)->str|None:
+    "Why `as_facts` refuses this one item of a fact file (without its index), or None."
+    from setree.core import as_facts
+    try: as_facts([item])
+    except (ValueError, TypeError) as e: return str(e).removeprefix("fact 0: ").removesuffix(" at index [0]")
+
+def _txt_items(text:str, path:str)->list[str]:
+    "The facts of a .txt file: one per line; only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."
+    lines = [l.removesuffix("\r") for l in text.split("\n")]
+    for n, l in enumerate(lines, 1):
+        if l.strip() and (why := _refusal(l)): raise UsageError(f"{path}: line {n}: {why}")
+    return [l for l in lines if l.strip()]
+
+def _jsonl_items(text:str, path:str)->list[dict]:
+    "The facts of a .jsonl file: one JSON object per line, each checked alone so that an error names its line."
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip(): continue
+        try: obj = json.loads(line)
+        except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
+        if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
+        t = obj.get("text")
+        if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({_json_type(t)})')
+        if why := _refusal(obj): raise UsageError(f"{path}: line {n}: {why}")
+        items.append(obj)
+    return items
 
 def _json_type(v)->str:
     "What a JSON value is, in JSON's words (for messages about a .jsonl line)."

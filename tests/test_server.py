@@ -108,6 +108,7 @@ def test_forgotten_text_leaves_the_files_when_the_session_ends(tmp_path):
             await visible(s, (await call(s, "build", facts=FACTS))["seq"])
             ack = await call(s, "insert", facts=[secret]); await visible(s, ack["seq"])
             await visible(s, (await call(s, "forget", ids=ack["ids"]))["seq"])
+            assert (await call(s, "maintain", wait_seconds=60))["done"]     # the forget's pass has ended (the log is emptied after its commit)
             on_disk = [p for p in tmp_path.iterdir() if p.name.startswith("kb.db") and b"PIN is 4711" in p.read_bytes()]
             assert not on_disk, on_disk                                    # gone from the files while the server runs, too
             await visible(s, (await call(s, "insert", facts=["the user drinks green tea"]))["seq"])
