@@ -111,7 +111,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #01ef2828
+# %% ../nbs/08_cli.ipynb #c6bf0a59
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -187,7 +187,8 @@ def cmd_build(args)->int:
         except ValueError as e:
             if "already holds" not in str(e): raise UsageError(str(e)) from None
             raise UsageError(f"store {args.db} {str(e).split('knowledge base ', 1)[-1].split(';')[0]}; use --replace to delete them and build anew, or `setree insert` to add facts") from None
-        _pass(kb, args, "build", ack)
+        try: _pass(kb, args, "build", ack)
+        except KeyboardInterrupt: return _interrupted(kb, "build", ack)
         tree, path = kb.tree(), str(kb.path)
     from setree.build import build_counts
     counts = build_counts(tree, cfg); fell_back = sum(counts["fallbacks"].values())
@@ -222,6 +223,17 @@ def _marker_hint(ids)->str:
     return (f" ({', '.join(m[:3])} {'looks' if len(m) == 1 else 'look'} like the markers of a retrieved context, not stored ids; `setree retrieve PROMPT --db PATH --json` "
             "gives each item's fact_ids, `setree inspect --db PATH` every fact's id)") if m else ""
 
+def _interrupted(kb, what:str, ack)->int:
+    "Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened."
+    from setree.store import StoreError
+    try: gone = kb.withdraw(ack.seq)
+    except (StoreError, KeyboardInterrupt): gone = None
+    if gone: msg = f"the {what} was withdrawn (seq {ack.seq}); the store is as it was"
+    elif gone is None: msg = f"the {what} stays queued (seq {ack.seq}): the next pass applies it"
+    else: msg = f"the {what} had already been applied (seq {ack.seq})"
+    print(f"setree: interrupted; {msg}", file=sys.stderr)
+    return 130
+
 def _mutate(args, what:str, fn, ids=())->int:
     new = not Path(args.db).exists()
     with _kb(args, create=what == "insert") as kb:
@@ -229,10 +241,7 @@ def _mutate(args, what:str, fn, ids=())->int:
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint(ids) if "unknown fact id" in str(e) else "")) from None
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         try: rep = _pass(kb, args, what, ack)
-        except KeyboardInterrupt:   # the change is durable already: say so, and how to undo it
-            print(f"setree: interrupted; the {what} was already queued (seq {ack.seq}) and the next pass applies it"
-                  + ("; `setree forget ID...` undoes an insert" if what == "insert" else ""), file=sys.stderr)
-            return 130
+        except KeyboardInterrupt: return _interrupted(kb, what, ack)
     _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep)}", {"ack": ack.to_dict(), "pass": rep})
     return 0
 

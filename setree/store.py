@@ -16,16 +16,15 @@ __all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'FACT_ARRAYS', 'DERIVED_FI
            'StoreBusy', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree', 'tree_diff',
            'synthetic_tree']
 
-# %% ../nbs/07_store.ipynb #30b8c04b
+# %% ../nbs/07_store.ipynb #086084be
 class StoreError(Exception):
     "A setree store cannot be opened, read or written; the message says why."
 
 class EmbedderMismatch(StoreError):
     "The store holds vectors of one embedder and the caller uses another."
-    def __init__(self, path, stored:str, given:str):
+    def __init__(self, path, stored:str, given:str, advice:str="use the same embedder, or rebuild the knowledge base with the new one (save(tree, replace_embedder=True))"):
         self.path, self.stored, self.given = path, stored, given
-        super().__init__(f"store {path} holds vectors of embedder {stored!r}, but this call uses embedder {given!r}; "
-                         f"use the same embedder, or rebuild the knowledge base with the new one (save(tree, replace_embedder=True))")
+        super().__init__(f"store {path} holds vectors of embedder {stored!r}, but this call uses embedder {given!r}; {advice}")
 
 class StoreBusy(StoreError):
     "Another connection held the write lock longer than the busy timeout; the operation can be retried."
