@@ -448,7 +448,7 @@ class Cover:
                            "score": _json_float(it.score), "tokens": it.tokens, "n_facts": len(it.fact_ids), "fact_ids": it.fact_ids}
                           for it in self.items]}
 
-# %% ../nbs/06_cover.ipynb #ee4065ff
+# %% ../nbs/06_cover.ipynb #4a9c4e1f
 class _Walk:
     "The state of one walk (see the steps above); `trace` (a list) receives one row per step."
     def __init__(self, tree, ix, rel_ord, q, budget, params, trace=None, full_root=True):
@@ -624,7 +624,9 @@ def _fit_root_line(tree, ix, w, rel_ord, visible, eff):
     for v in np.flatnonzero(visible[N:]) + N: shown[ix.quotes[v]] = True
     texts = [tree.texts[v] for v in np.flatnonzero(visible).tolist() if v != tree.root] + [ix.gtext[g] for g in np.flatnonzero(w.gcount)]
     rel = np.empty(N, np.float32); rel[tree.order] = w.rel
-    cap = w.rbody + (eff - w.used)
+    extra = eff - w.used
+    if w.ns > 1: extra = min(extra, max(0, math.floor(w.cap - w._refundable())))   # other summaries shown: within the overview share
+    cap = w.rbody + extra
     line = prompt_phrases(tree, rel, shown, shown_words(texts), cap, w.p.glimpse)
     n = int(count_tokens(line)) if line else 0
     if 0 < n <= cap:
