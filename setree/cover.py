@@ -156,7 +156,7 @@ def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], lis
         lines.append(f"[{marks[i]}] {one_line(texts[i])}")
     return (HEADER + "\n" + "\n".join(lines) if lines else ""), order, marks
 
-# %% ../nbs/06_cover.ipynb #7ebcf0b4
+# %% ../nbs/06_cover.ipynb #13b43295
 def line_costs(tree:Tree # a tree with `texts` and `tokens`
               )->np.ndarray: # int64 (M,): tokens of each node's one-line text (its rendered line without the marker)
     "The body cost of every node: `tree.tokens`, recounted for the texts that contain a line separator."
@@ -198,14 +198,6 @@ class _CoverIndex:
         self.twin = twin
         self.label = root_label(tree) if M else ""
         self.label_tokens = int(count_tokens(self.label)) if self.label else 0
-        self._phrases = None
-
-    def phrase_stats(self, tree):
-        "The knowledge base's phrase document frequencies (`setree.summarize.term_stats`), counted on first use."
-        if self._phrases is None:
-            from setree.summarize import term_stats
-            self._phrases = term_stats([f.text for f in tree.facts])
-        return self._phrases
 
     def _dates(self, tree):
         "Date group of every fact (-1: none), and per group its text, tokens of its line and sort key."
@@ -230,7 +222,7 @@ def cover_index(tree:Tree # a finalized tree
         tree._cover_index = cached
     return cached[1]
 
-# %% ../nbs/06_cover.ipynb #122c2a44
+# %% ../nbs/06_cover.ipynb #b39787d5
 ROOT_LABEL_TOKENS = 6   # most tokens of the root's short line (a choice: two or three keyphrases)
 
 def root_label(tree:Tree # a tree with at least one node
@@ -268,7 +260,7 @@ def prompt_phrases(tree:Tree, # a finalized tree with at least one fact
     if not len(cand) or cap < 1 or k < 1: return ""
     if len(cand) > k: cand = cand[np.argpartition(-rel[cand], k - 1)[:k]]
     cand = cand[np.lexsort((cand, -rel[cand]))]                  # most relevant first (ties: fact order)
-    return keyphrases([tree.facts[i].text for i in cand.tolist()], cap, cover_index(tree).phrase_stats(tree), words)
+    return keyphrases([tree.facts[i].text for i in cand.tolist()], cap, None, words)   # c-TF-IDF with the k facts as their own reference
 
 # %% ../nbs/06_cover.ipynb #f0ac5dc6
 def _check_nodes(ix, nodes)->list[int]:

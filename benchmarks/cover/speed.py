@@ -46,12 +46,11 @@ def query():
     tree = pickle.loads((CACHE / "corpus_50000_tree.pkl").read_bytes())
     t0 = time.perf_counter(); cover_index(tree); t_ix = time.perf_counter() - t0
     t0 = time.perf_counter(); lexical_index(tree); t_lex = time.perf_counter() - t0
-    t0 = time.perf_counter(); cover_index(tree).phrase_stats(tree); t_ph = time.perf_counter() - t0   # the fitted root line's phrase counts
     prompts = corpus()[60_000:60_200]
     e = get_embedder(); e.embed_query("warm up")
     params = CoverParams()
     res = {"facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max()), "cover_index_s": round(t_ix, 3),
-           "lexical_index_s": round(t_lex, 3), "phrase_stats_s": round(t_ph, 3), "params": params.to_dict(), "load": os.getloadavg(),
+           "lexical_index_s": round(t_lex, 3), "params": params.to_dict(), "load": os.getloadavg(),
            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=OUT).stdout.strip(), "budgets": {}}
     for budget in (512, 2048):
         emb_ms, rel_ms, cov_ms, tot_ms, flat_ms, pops = [], [], [], [], [], []
@@ -74,7 +73,7 @@ def query():
     md = [f"# Query latency at {tree.n_facts:,} facts (one core, one thread, prompt embedding included)", "",
           f"Corpus tree: {tree.n_facts:,} facts, {tree.n_nodes:,} nodes, depth {res['depth']}; default parameters {params.to_dict()}; 200 prompts "
           f"(corpus lines 60,000-60,199, never in the knowledge base); commit {res['commit']}; load average at start {res['load']}.", "",
-          f"Once per loaded tree: cover index {t_ix:.2f} s, BM25 index from `tree.terms` {t_lex:.2f} s, phrase counts for the root's fitted line {t_ph:.2f} s.", "",
+          f"Once per loaded tree: cover index {t_ix:.2f} s, BM25 index from `tree.terms` {t_lex:.2f} s.", "",
           "| budget | total P50 / P95 / P99 ms | embed P50 | relevance (dense + BM25) P50 | select_cover P50 / P99 | flat hybrid total P50 / P99 | walk steps (median) |",
           "|---:|---|---:|---:|---|---|---:|"]
     for b, r in res["budgets"].items():
