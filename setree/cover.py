@@ -222,7 +222,7 @@ def cover_index(tree:Tree # a finalized tree
         tree._cover_index = cached
     return cached[1]
 
-# %% ../nbs/06_cover.ipynb #b39787d5
+# %% ../nbs/06_cover.ipynb #7d7be8fe
 ROOT_LABEL_TOKENS = 6   # most tokens of the root's short line (a choice: two or three keyphrases)
 
 def root_label(tree:Tree # a tree with at least one node
@@ -243,9 +243,10 @@ def root_label(tree:Tree # a tree with at least one node
 
 def shown_words(texts # the texts a context shows
                )->set: # lowercased words, as `setree.summarize.fact_phrases` keys them
-    "The content words of these texts: the phrases of the root's fitted line must not repeat them."
-    from setree.summarize import fact_phrases
-    return {k for t in texts for k, _ in fact_phrases(t) if " " not in k}
+    "The lowercased words of these texts (with and without a possessive 's): the phrases of the root's fitted line must not repeat them."
+    from setree.summarize import _POSSESSIVE, _WORD
+    ws = set(_WORD.findall("\n".join(texts).lower()))         # one pass over all texts
+    return ws | {_POSSESSIVE.sub("", w) for w in ws if "'" in w or "’" in w}
 
 def prompt_phrases(tree:Tree, # a finalized tree with at least one fact
                    rel:np.ndarray, # float (N,): relevance of every fact to the prompt, in fact order (`fact_relevance`)
