@@ -29,7 +29,7 @@ def check_budget(budget # the token budget of one call: a positive Python or num
     if budget <= 0: raise ValueError(f"budget must be a positive integer number of tokens, got {int(budget)}")
     return int(budget)
 
-# %% ../nbs/06_cover.ipynb #3f5c3149
+# %% ../nbs/06_cover.ipynb #0248b458
 @dataclass(frozen=True)
 class CoverParams:
     "Query-time parameters (see the table above); defaults chosen by cross-validation on LoCoMo (calibration report)."
@@ -40,7 +40,7 @@ class CoverParams:
     overview_share: float = 0.0   # largest share of the budget spent on visible summaries; the root always shows
     lexical_weight: float = 0.2   # w in the per-fact relevance cosine + w * bm25 / max(bm25); 0 = dense only
     dates: bool = True            # render each fact's date (meta 'date' or 'timestamp'), once per group of facts of one date
-    glimpse: int = 30             # the root's short line names phrases of this many most relevant facts the cover leaves out; 0 = its fixed keyphrases
+    glimpse: int = 60             # the root's short line names phrases of this many most relevant facts the cover leaves out; 0 = its fixed keyphrases
 
     def __post_init__(self):
         for k in ("beta", "gamma", "tau", "min_score", "overview_share", "lexical_weight"):
@@ -222,7 +222,7 @@ def cover_index(tree:Tree # a finalized tree
         tree._cover_index = cached
     return cached[1]
 
-# %% ../nbs/06_cover.ipynb #7d7be8fe
+# %% ../nbs/06_cover.ipynb #55fd82d5
 ROOT_LABEL_TOKENS = 6   # most tokens of the root's short line (a choice: two or three keyphrases)
 
 def root_label(tree:Tree # a tree with at least one node
@@ -253,7 +253,7 @@ def prompt_phrases(tree:Tree, # a finalized tree with at least one fact
                    shown:np.ndarray, # bool (N,): facts the context shows (they lend no phrases)
                    words:set, # lowercased words the context already shows (`shown_words`): phrases using them are skipped
                    cap:int, # tokens for the comma-separated list
-                   k:int=30, # how many of the most relevant facts not shown lend their phrases
+                   k:int=60, # how many of the most relevant facts not shown lend their phrases
                   )->str: # 'p1, p2, ...' with count_tokens <= cap; '' when no phrase fits
     "The distinctive phrases of the k facts most relevant to the prompt that the context leaves out (see above)."
     from setree.summarize import keyphrases
