@@ -2,7 +2,6 @@
 1,024 tokens. The fitted line must leave the walk alone (the same nodes as the fixed line), repeat no word the rest of the
 context shows, keep the context within budget and exactly counted, and be used for most questions. The hashing embedder
 builds the tree (the mechanism, not the model, is tested). Skips when ../shared/data is absent."""
-import numpy as np
 import pytest
 from setree.datasets import shared_data
 
