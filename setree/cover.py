@@ -11,9 +11,9 @@ from .core import Tree, count_tokens, is_blank
 
 # %% auto #0
 __all__ = ['DEFAULT_BUDGET', 'HEADER', 'LINE_SEPARATORS', 'ROOT_LABEL_TOKENS', 'check_budget', 'CoverParams', 'one_line',
-           'marker_tokens', 'compact_date', 'line_costs', 'cover_index', 'root_label', 'render_nodes',
-           'rendered_tokens', 'fill_budget', 'shown_facts', 'fact_relevance', 'capability_scores', 'CoverItem', 'Cover',
-           'select_cover', 'retrieve']
+           'marker_tokens', 'compact_date', 'line_costs', 'cover_index', 'root_label', 'shown_words', 'prompt_phrases',
+           'render_nodes', 'rendered_tokens', 'fill_budget', 'shown_facts', 'fact_relevance', 'capability_scores',
+           'CoverItem', 'Cover', 'select_cover', 'retrieve']
 
 # %% ../nbs/06_cover.ipynb #27761538
 DEFAULT_BUDGET = 4096  # tokens: the default_budget parameter
@@ -29,7 +29,7 @@ def check_budget(budget # the token budget of one call: a positive Python or num
     if budget <= 0: raise ValueError(f"budget must be a positive integer number of tokens, got {int(budget)}")
     return int(budget)
 
-# %% ../nbs/06_cover.ipynb #794b0c21
+# %% ../nbs/06_cover.ipynb #0248b458
 @dataclass(frozen=True)
 class CoverParams:
     "Query-time parameters (see the table above); defaults chosen by cross-validation on LoCoMo (calibration report)."
@@ -40,6 +40,7 @@ class CoverParams:
     overview_share: float = 0.0   # largest share of the budget spent on visible summaries; the root always shows
     lexical_weight: float = 0.2   # w in the per-fact relevance cosine + w * bm25 / max(bm25); 0 = dense only
     dates: bool = True            # render each fact's date (meta 'date' or 'timestamp'), once per group of facts of one date
+    glimpse: int = 60             # the root's short line names phrases of this many most relevant facts the cover leaves out; 0 = its fixed keyphrases
 
     def __post_init__(self):
         for k in ("beta", "gamma", "tau", "min_score", "overview_share", "lexical_weight"):
@@ -55,6 +56,10 @@ class CoverParams:
         if math.isnan(self.min_score): raise ValueError("CoverParams.min_score must not be NaN (use -inf to never stop early)")
         if not 0 <= self.overview_share <= 1: raise ValueError(f"CoverParams.overview_share must be in [0, 1], got {self.overview_share}")
         if self.lexical_weight < 0: raise ValueError(f"CoverParams.lexical_weight must be >= 0, got {self.lexical_weight}")
+        g = self.glimpse
+        if isinstance(g, (bool, np.bool_)) or not isinstance(g, (int, np.integer)): raise TypeError(f"CoverParams.glimpse must be an integer number of facts, got {g!r}")
+        if g < 0: raise ValueError(f"CoverParams.glimpse must be >= 0, got {g}")
+        object.__setattr__(self, "glimpse", int(g))
 
     @classmethod
     def from_config(cls, config # `tree.config`: a dict or an object with attributes (a build `Config`); other keys are ignored
@@ -151,7 +156,7 @@ def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], lis
         lines.append(f"[{marks[i]}] {one_line(texts[i])}")
     return (HEADER + "\n" + "\n".join(lines) if lines else ""), order, marks
 
-# %% ../nbs/06_cover.ipynb #491dc5b5
+# %% ../nbs/06_cover.ipynb #13b43295
 def line_costs(tree:Tree # a tree with `texts` and `tokens`
               )->np.ndarray: # int64 (M,): tokens of each node's one-line text (its rendered line without the marker)
     "The body cost of every node: `tree.tokens`, recounted for the texts that contain a line separator."
@@ -217,7 +222,7 @@ def cover_index(tree:Tree # a finalized tree
         tree._cover_index = cached
     return cached[1]
 
-# %% ../nbs/06_cover.ipynb #b957f2e5
+# %% ../nbs/06_cover.ipynb #55fd82d5
 ROOT_LABEL_TOKENS = 6   # most tokens of the root's short line (a choice: two or three keyphrases)
 
 def root_label(tree:Tree # a tree with at least one node
@@ -235,6 +240,28 @@ def root_label(tree:Tree # a tree with at least one node
     cum = np.cumsum(count_tokens([(", " if k else "") + x for k, x in enumerate(phrases)]))
     keep = int((cum <= ROOT_LABEL_TOKENS).sum())
     return ", ".join(phrases[:keep]) if keep else fallback
+
+def shown_words(texts # the texts a context shows
+               )->set: # lowercased words, as `setree.summarize.fact_phrases` keys them
+    "The lowercased words of these texts (with and without a possessive 's): the phrases of the root's fitted line must not repeat them."
+    from setree.summarize import _POSSESSIVE, _WORD
+    ws = set(_WORD.findall("\n".join(texts).lower()))         # one pass over all texts
+    return ws | {_POSSESSIVE.sub("", w) for w in ws if "'" in w or "’" in w}
+
+def prompt_phrases(tree:Tree, # a finalized tree with at least one fact
+                   rel:np.ndarray, # float (N,): relevance of every fact to the prompt, in fact order (`fact_relevance`)
+                   shown:np.ndarray, # bool (N,): facts the context shows (they lend no phrases)
+                   words:set, # lowercased words the context already shows (`shown_words`): phrases using them are skipped
+                   cap:int, # tokens for the comma-separated list
+                   k:int=60, # how many of the most relevant facts not shown lend their phrases
+                  )->str: # 'p1, p2, ...' with count_tokens <= cap; '' when no phrase fits
+    "The distinctive phrases of the k facts most relevant to the prompt that the context leaves out (see above)."
+    from setree.summarize import keyphrases
+    cand = np.flatnonzero(~np.asarray(shown, bool))
+    if not len(cand) or cap < 1 or k < 1: return ""
+    if len(cand) > k: cand = cand[np.argpartition(-rel[cand], k - 1)[:k]]
+    cand = cand[np.lexsort((cand, -rel[cand]))]                  # most relevant first (ties: fact order)
+    return keyphrases([tree.facts[i].text for i in cand.tolist()], cap, None, words)   # c-TF-IDF with the k facts as their own reference
 
 # %% ../nbs/06_cover.ipynb #f0ac5dc6
 def _check_nodes(ix, nodes)->list[int]:
@@ -374,14 +401,14 @@ def capability_scores(tree:Tree, # a finalized tree
     rel_ord = fact_relevance(tree, q, prompt, params.lexical_weight)[tree.order]
     return _child_scores(tree, rel_ord, float(tree.emb[parent] @ q), parent, params)
 
-# %% ../nbs/06_cover.ipynb #9f9e584b
+# %% ../nbs/06_cover.ipynb #be209b02
 @dataclass
 class CoverItem:
     "One visible node of a cover."
     node: int            # node number in the tree
     level: int           # 0 for a fact; clustering level of a summary
     kind: str            # 'fact' or 'summary'
-    text: str            # the node's text, verbatim (the rendering replaces line breaks by spaces); the root's short line when its summary is not shown
+    text: str            # the node's text, verbatim (the rendering replaces line breaks by spaces); the root's short line when its summary is not shown (fitted to the prompt, see `glimpse`)
     score: float|None    # capability score when it was selected; None for the root
     tokens: int          # tokens of its line's body (the text as rendered, without marker and date line)
     fact_ids: list[str]  # ids of the facts it covers (one for a fact, all facts under a summary)
@@ -414,7 +441,7 @@ class Cover:
                            "score": _json_float(it.score), "tokens": it.tokens, "n_facts": len(it.fact_ids), "fact_ids": it.fact_ids}
                           for it in self.items]}
 
-# %% ../nbs/06_cover.ipynb #9d9cb963
+# %% ../nbs/06_cover.ipynb #4a9c4e1f
 class _Walk:
     "The state of one walk (see the steps above); `trace` (a list) receives one row per step."
     def __init__(self, tree, ix, rel_ord, q, budget, params, trace=None, full_root=True):
@@ -583,6 +610,22 @@ def _min_budget(ix, tree, dates)->int:
     "The smallest budget that returns something: header + the root's cheapest line."
     return min(_root_cost(ix, tree, dates), _root_cost(ix, tree, dates, False) if tree.root >= ix.N else math.inf)
 
+def _fit_root_line(tree, ix, w, rel_ord, visible, eff):
+    "Rewrite the root's short line as `prompt_phrases` in its own tokens plus the unspent budget (see 'The root's line')."
+    N = ix.N
+    shown = w.selected[:N].copy()                                          # every selected fact stands in the context (its line, a twin's, a summary's)
+    for v in np.flatnonzero(visible[N:]) + N: shown[ix.quotes[v]] = True
+    texts = [tree.texts[v] for v in np.flatnonzero(visible).tolist() if v != tree.root] + [ix.gtext[g] for g in np.flatnonzero(w.gcount)]
+    rel = np.empty(N, np.float32); rel[tree.order] = w.rel
+    extra = eff - w.used
+    if w.ns > 1: extra = min(extra, max(0, math.floor(w.cap - w._refundable())))   # other summaries shown: within the overview share
+    cap = w.rbody + extra
+    line = prompt_phrases(tree, rel, shown, shown_words(texts), cap, w.p.glimpse)
+    n = int(count_tokens(line)) if line else 0
+    if 0 < n <= cap:
+        w.used += n - w.rbody; w.rtext, w.rbody = line, n
+        w._log(tree.root, None, f"root line: phrases of the {w.p.glimpse} most relevant facts not shown", n)
+
 def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
                  q:np.ndarray, # prompt embedding, float (d,), unit norm
                  budget:int, # tokens; validated by `check_budget`; huge values mean "everything fits"
@@ -604,9 +647,11 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
     min_budget = _min_budget(ix, tree, params.dates)
     if min_budget > eff: return done([], 0, "budget_too_small", min_budget)
     rel_ord = fact_relevance(tree, q, prompt, params.lexical_weight)[tree.order]   # the one big product, depth-first order
-    w = _walk(tree, ix, rel_ord, q, eff, params, trace, _root_full(ix, tree, params, eff))
+    full_root = _root_full(ix, tree, params, eff)
+    w = _walk(tree, ix, rel_ord, q, eff, params, trace, full_root)
     N = ix.N
     visible = np.concatenate([w.selected[:N] & (w.qcount == 0) & ~w.twin_shown, w.shown[N:]])
+    if params.glimpse and not full_root and tree.root >= N and w.shown[tree.root]: _fit_root_line(tree, ix, w, rel_ord, visible, eff)
     vis = np.flatnonzero(visible)
     vis = vis[np.lexsort((tree.depth[vis], tree.start[vis]))]   # pre-order: by first fact, an ancestor before its descendants
     kinds, groups = [str(ix.kind[v]) for v in vis.tolist()], [int(ix.group[v]) for v in vis.tolist()]

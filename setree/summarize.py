@@ -142,7 +142,7 @@ def unknown_only(texts:list[str] # fact texts
     "Flag texts the embedder's vocabulary cannot read at all (every WordPiece token is `[UNK]`)."
     return token_info(texts)[1]
 
-# %% ../nbs/03_summarize.ipynb #3fb91d35
+# %% ../nbs/03_summarize.ipynb #cb01c7f5
 STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further had has have having he her here
 hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only
@@ -153,6 +153,7 @@ since though although unless whether either neither may might must shall much ma
 quite rather often always never sometimes""".split())  # common English function words: never a keyphrase
 
 _WORD = re.compile(r"\w[\w+#]*(?:['’\-]\w[\w+#]*)*")
+_POSSESSIVE = re.compile(r"['’]s$")
 
 @lru_cache(maxsize=1 << 17)
 def fact_phrases(text:str # one fact
@@ -160,12 +161,14 @@ def fact_phrases(text:str # one fact
     "The unigrams and adjacent bigrams of content words of `text`."
     out, seen, prev, last_end = [], set(), None, 0
     for m in _WORD.finditer(text):
-        w = re.sub(r"['’]s$", "", m.group()); k = w.lower()
-        if text[last_end:m.start()].strip(): prev = None         # punctuation between words: no bigram across it
+        w = m.group()
+        if "'" in w or "’" in w: w = _POSSESSIVE.sub("", w)       # "Mel's" -> "Mel"
+        k, s0 = w.lower(), m.start()
+        if s0 > last_end and text[last_end:s0].strip(): prev = None   # punctuation between words: no bigram across it
         last_end = m.end()
         if len(k) < 2 or k in STOPWORDS: prev = None; continue
-        for key, surf in [(k, w)] + ([(prev[0] + " " + k, prev[1] + " " + w)] if prev else []):
-            if key not in seen: seen.add(key); out.append((key, surf))
+        if k not in seen: seen.add(k); out.append((k, w))
+        if prev and (b := prev[0] + " " + k) not in seen: seen.add(b); out.append((b, prev[1] + " " + w))
         prev = (k, w)
     return tuple(out)
 

@@ -22,7 +22,7 @@ def main():
     s = cv["final"]["setree"]["setting"]
     w_h = cv["final"]["hybrid"]["setting"]["lexical_weight"]
     st_c = cv["final"]["collapsed"]["setting"]["summary_tokens"]
-    chosen = {k: s[k] for k in ("overview_share", "lexical_weight", "tau") if k in s}
+    chosen = {k: s[k] for k in ("overview_share", "lexical_weight", "tau", "glimpse") if k in s}
     p, pn = CoverParams(**chosen), CoverParams(**chosen, dates=False)
     emb = CachedEmbedder(get_embedder()).load(CACHE)
     path = shared_data("locomo", "locomo_dev.json")
