@@ -468,26 +468,29 @@ class _Sums:
             out[i] = self.new[k] if k in self.new else self.facts.E[f[i]] if f[i] >= 0 else self.base.leaf_sum[b[i]]
         return out
 
-# %% ../nbs/07b_maintain.ipynb #63857f31
+# %% ../nbs/07b_maintain.ipynb #b647e76d
 def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
     "Clustering level `l` of the committed tree, in row keys."
     lv = base.levels[l]; mem = np.asarray(lv.members, np.int64); idx = np.asarray(lv.knn_idx, np.int64)
     par = np.asarray(lv.parents, np.int64)
     return dict(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
-                knn=np.where(idx >= 0, Kb[mem[np.maximum(idx, 0)]], -1) if len(mem) else idx,
+                knn=np.where(idx >= 0, Kb[mem[np.maximum(idx, 0)]], -1) if len(mem) else idx, idx=idx,
                 parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1))
 
-# %% ../nbs/07b_maintain.ipynb #d44ae562
+# %% ../nbs/07b_maintain.ipynb #9e0d9529
 def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The level's exact kNN lists after a change, recomputing only the rows that can differ: changed members, members that
     listed a changed or removed member, and members a changed member now beats. Returns (knn positions, similarities, recomputed rows)."""
     from setree.cluster import knn
     n = len(m.keys); k = max(0, min(k_max, n - 1))
     if k != old["knn"].shape[1] or not (pos >= 0).any(): idx, sim = knn(m.C, k); return idx, sim, np.arange(n)
-    nk = np.where(old["knn"] >= 0, _align_keys(m.keys, old["knn"]), -1)        # old lists as positions now (-1: removed)
     idx, sim = np.zeros((n, k), np.int64), np.zeros((n, k), np.float32)
-    have = pos >= 0
-    idx[have], sim[have] = nk[pos[have]], old["knn_sim"][pos[have]]
+    have, n_old = pos >= 0, len(old["keys"])
+    if old.get("idx") is not None and n_old <= n and (pos[:n_old] == np.arange(n_old)).all():   # the committed members in place (only new ones appended): their lists as they are
+        idx[:n_old], sim[:n_old] = old["idx"], old["knn_sim"]
+    else:
+        nk = np.where(old["knn"] >= 0, _align_keys(m.keys, old["knn"]), -1)    # old lists as positions now (-1: removed)
+        idx[have], sim[have] = nk[pos[have]], old["knn_sim"][pos[have]]
     redo = chg | ~have
     redo[have] |= ((idx[have] < 0) | chg[np.maximum(idx[have], 0)]).any(1)     # a neighbour left or moved
     c = np.flatnonzero(chg)
