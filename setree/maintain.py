@@ -12,10 +12,10 @@ from .core import ClusterLevel, Fact, Tree, as_facts, count_tokens, is_blank, pa
 from .store import Store, StoreBusy, StoreError, _align, _meta, _missing, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'TOP_CHURN', 'Ack', 'KnowledgeBase', 'plan_mutations',
-           'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'can_grow', 'patch_knn',
-           'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections', 'update_line_tokens',
-           'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_COPY_NODES', 'TOP_CHURN', 'Ack', 'KnowledgeBase',
+           'plan_mutations', 'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'can_grow',
+           'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
+           'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #83362b23
 from .build import unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
@@ -338,7 +338,7 @@ def _same_prefix(pos:np.ndarray, # (N,) each new fact's position among the commi
     same = np.fromiter(map(operator.is_, facts[:L], base_facts[:L]), bool, L)
     return L if same.all() else int(np.argmin(same))
 
-# %% ../nbs/07b_maintain.ipynb #8f744a27
+# %% ../nbs/07b_maintain.ipynb #475e5a9d
 class _Counts:
     "Read-only counts: a base dict plus a delta (`get` is all `setree.summarize.phrase_weights` uses), without copying the base."
     def __init__(self, base:dict, delta:dict): self.base, self.delta = base, delta
@@ -356,8 +356,11 @@ class _Counts:
 
 def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on it once computed)
                        plan:_Plan, # the pass's facts
+                       copy:bool=False, # the counts as a new plain dict (a pass that writes many summaries looks counts up millions of times)
                       ): # `setree.summarize.TermStats` of plan.facts, equal to `term_stats` of their texts
-    "Phrase statistics of a pass's facts from the committed tree's: only gone, new and changed facts are counted."
+    """Phrase statistics of a pass's facts from the committed tree's: only gone, new and changed facts are counted. By default a
+    view of the committed counts plus the change (`_Counts`, folded in by `settle_phrase_stats` once the pass commits); with `copy`, a
+    new dict (one copy of the counts, then each lookup at a plain dict's speed)."""
     from collections import Counter
     from setree.summarize import TermStats, fact_phrases, prime, term_stats
     bs = getattr(base, "_phrase_stats", None)
@@ -369,7 +372,9 @@ def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on i
         for f in base.facts:
             if f.id in plan.gone: delta.subtract(k for k, _ in fact_phrases(f.text))
     for i in np.flatnonzero(plan.changed).tolist(): delta.update(k for k, _ in fact_phrases(plan.facts[i].text))
-    return TermStats(len(plan.facts), _Counts(bs.df, {k: v for k, v in delta.items() if v}))
+    counts = _Counts(bs.df, {k: v for k, v in delta.items() if v})
+    if copy: counts = _Counts(dict(bs.df), counts.delta).settle()
+    return TermStats(len(plan.facts), counts)
 
 def settle_phrase_stats(base:Tree, tree:Tree):
     "After a pass committed: its tree takes over the counts (updated in place); the committed tree it started from drops them."
@@ -440,11 +445,12 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #445fa707
+# %% ../nbs/07b_maintain.ipynb #eb41c7ed
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
 KEEP_MOVED = True       # a level above the facts whose member set is the committed one keeps its communities (only centroids moved: no Leiden, no new summaries)
+PHRASE_COPY_NODES = 16  # a pass that writes more summaries than this copies the phrase counts first (`carry_phrase_stats`)
 TOP_CHURN = 0.25        # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
 
@@ -904,7 +910,7 @@ def update_line_tokens(tree:Tree, # the pass's new tree
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #9365c216
+# %% ../nbs/07b_maintain.ipynb #72b8921b
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -923,7 +929,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     was = np.where(ob >= 0, np.asarray(base.faithfulness)[np.maximum(ob, 0)], 101)   # below the threshold, and worse than when committed
     low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
     tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
-    bg = tree._phrase_stats = carry_phrase_stats(base, plan)
+    bg = tree._phrase_stats = carry_phrase_stats(base, plan, copy=int(needs.sum()) > PHRASE_COPY_NODES)
     summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg)
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
         cs = np.bincount(tree.parent[tree.parent >= 0], weights=tree.tokens[tree.parent >= 0], minlength=M)
