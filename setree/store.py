@@ -115,7 +115,7 @@ def _dumps(x, what:str)->str:
     try: return _ENC.encode(x)
     except (TypeError, ValueError) as e: raise InvalidTree(f"{what} cannot be stored as JSON: {e}") from None
 
-# %% ../nbs/07_store.ipynb #d8af65ba
+# %% ../nbs/07_store.ipynb #93e42e9c
 def _flat_children(children:list)->np.ndarray:
     "All children lists end to end, int64; one `np.concatenate` when they are flat arrays (a 50,000-fact tree has 50,000 lists)."
     try:
@@ -128,8 +128,8 @@ def _check_tree(t:Tree,
                 nodes=None, # optional (M,) bool: the only nodes whose strings (text, summarizer) may be new; None: all
                 facts=None, # optional (N,) bool: the only facts that may be new objects; None: all
                ):
-    """Raise `InvalidTree` naming the first inconsistency of `t`. Sizes, float arrays and the structure are always checked
-    whole; `nodes` / `facts` limit the per-item Python checks to the items a maintenance pass may have changed."""
+    """Raise `InvalidTree` naming the first inconsistency of `t`. Sizes, float arrays and the structure are checked whole;
+    `nodes` / `facts` limit the per-item Python checks, and the search for non-finite leaf sums, to the items a maintenance pass may have changed."""
     if not isinstance(t, Tree): raise InvalidTree(f"expected a setree.core.Tree, got {type(t).__name__}")
     N, M = len(t.facts), len(t.texts)
     if (M == 0) != (N == 0) or M < N: raise InvalidTree(f"tree has {N} facts but {M} nodes; need M >= N, and M = 0 only when N = 0")
@@ -648,7 +648,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #33d9ad7b
+# %% ../nbs/07_store.ipynb #348e2ce0
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -694,7 +694,7 @@ def queued(self:Store, after:int=0 # only entries with seq > after
 
 def _pass_changes(base:Tree, tree:Tree, dirty, dirty_facts, full:bool)->tuple:
     """(nodes, facts) for `_check_tree`: the nodes and facts a pass may have changed — the dirty ones and those with a new row key —
-    when the pass says which (the others are the committed ones, checked when they were written and on every load); else (None, None)."""
+    when the pass says which (the others are the committed ones, checked when they were written); else (None, None)."""
     N, M = len(tree.facts), len(tree.texts)
     if full or getattr(base, "_keys", None) is None or np.shape(dirty) != (M,) or np.shape(dirty_facts) != (N,): return None, None
     new = _align(_keys_of(base), _keys_of(tree)) < 0
