@@ -1,11 +1,12 @@
 """Single-fact insert + maintenance pass on a copy of a stored knowledge base, on one core: P50/P95 wall time (prompt embedding
 included), summarizer calls and rows written per pass, and the time to load the store.
 
-usage: python benchmarks/maintenance_speed.py N REPS STORE [--label L] [--sections]
+usage: python benchmarks/maintenance_speed.py N REPS STORE [--label L] [--batch B] [--sections]
   N      facts: the first N lines of the corpus (their vectors from the cached chunks, see EMB_CACHE)
   REPS   measured passes; 0: only build STORE (it must be missing) and print the build's time and shape
   STORE  a knowledge base of those N facts; built (once) when missing, then only copied: the measured passes run on the copy
          (build_s in the output: the wall seconds of that build, build + its pass, from the cached vectors; None when STORE existed)
+  --batch B   facts inserted (in one call) before each pass; default 1
   --sections  also time the steps of a pass (wall seconds inside each of the functions in SECTIONS, summed over the measured passes;
               nested steps are also counted in their callers, so the shares do not add up to 100 %)
 Prints one JSON line. Set PYTHONPATH to measure another checkout of setree (the report does, for the code before a change)."""
@@ -15,9 +16,9 @@ import numpy as np
 
 EMB_CACHE = Path(os.environ.get("SETREE_EMB_CACHE", "/work/cache/maint"))   # chunk_%06d.npy: 2,000 corpus vectors each
 CORPUS = Path(os.environ.get("SETREE_SHARED_DATA", "/work/shared/data")) / "corpus" / "sentences.txt"
-SECTIONS = {"setree.maintain": ["plan_mutations", "grow_levels", "_fact_members", "_one_level", "patch_knn", "relabel", "_next_members",
+SECTIONS = {"setree.maintain": ["plan_mutations", "grow_levels", "_fact_members", "_one_level", "patch_knn", "relabel", "_degrees", "_next_members",
                                 "assemble", "update_fidelity", "update_projections", "update_line_tokens", "_levels_in_numbers", "carry_terms"],
-            "setree.build": ["summarize_tree"], "setree.fidelity": ["compute_order"],
+            "setree.build": ["summarize_tree", "run_summarizer"], "setree.fidelity": ["compute_order"], "setree.cluster": ["knn"],
             "setree.store": ["_check_tree", "_write_changes", "_write_derived"], "setree.store.Store": ["commit_pass"]}
 
 def time_sections(T:dict):
@@ -41,7 +42,8 @@ def shape(t)->dict:
 
 def main():
     ap = argparse.ArgumentParser(); ap.add_argument("n", type=int); ap.add_argument("reps", type=int); ap.add_argument("store")
-    ap.add_argument("--label", default=""); ap.add_argument("--sections", action="store_true"); a = ap.parse_args()
+    ap.add_argument("--label", default=""); ap.add_argument("--batch", type=int, default=1); ap.add_argument("--sections", action="store_true")
+    a = ap.parse_args()
     T = {}
     if a.sections: time_sections(T)
     import setree
@@ -80,8 +82,8 @@ def main():
         walls, calls, rows = [], [], []
         for i in range(a.reps):
             if i == 1: T.clear()   # (the first pass is left out, as below)
-            text = lines[60000 + i]   # beyond the stored facts
-            t0 = time.perf_counter(); kb.insert(text); r = kb.maintain(); inner.embed_query(text); walls.append(time.perf_counter() - t0)
+            texts = [x for x in lines[60000 + i * a.batch:60000 + (i + 1) * a.batch] if x.strip()]   # beyond the stored facts
+            t0 = time.perf_counter(); kb.insert(texts); r = kb.maintain(); inner.embed_query(texts[0]); walls.append(time.perf_counter() - t0)
             if r["error"] or r["full_rebuild"]: raise SystemExit(f"pass {i} failed or rebuilt: {r}")
             calls.append(r["summarizer_calls"]); rows.append(r["rows"])
         t = kb.tree(); kb.close()
@@ -89,7 +91,7 @@ def main():
         with Store(work, readonly=True) as s: s.load()
         loads.append(time.perf_counter() - t0)
         w = walls[1:] or walls   # the first pass also fills caches (the facts' normalized texts)
-        print(json.dumps(dict(label=a.label, n=a.n, reps=a.reps, p50_s=float(np.percentile(w, 50)), p95_s=float(np.percentile(w, 95)),
+        print(json.dumps(dict(label=a.label, n=a.n, reps=a.reps, batch=a.batch, p50_s=float(np.percentile(w, 50)), p95_s=float(np.percentile(w, 95)),
                               walls=[round(x, 4) for x in walls], calls=calls, rows=rows, load_s=[round(x, 3) for x in loads],
                               build_s=build_s, **shape(t), setree=setree.__file__,
                               sections={k: round(v / len(w), 4) for k, v in sorted(T.items(), key=lambda x: -x[1])} if a.sections else None)))

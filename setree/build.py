@@ -198,7 +198,7 @@ def run_summarizer(summarizer, # any summarizer (`summarize_many`, `name`)
         if tick: tick(s)
     return out
 
-# %% ../nbs/05_build.ipynb #6de7191c
+# %% ../nbs/05_build.ipynb #eebc7842
 def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (`setree.fidelity.compute_order`)
                    E:np.ndarray, # (N, d) float32 fact embeddings
                   )->np.ndarray: # float32 (M, d): mu_v = S_v / |S_v| for every node
@@ -208,14 +208,21 @@ def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (
     S = C[tree.stop] - C[tree.start]
     return (S / np.maximum(np.linalg.norm(S, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
-def _some_centroids(tree:Tree, E, nodes)->np.ndarray:
-    "`node_centroids` for a few nodes and their children only (the rows of other nodes stay 0): what a partial summary pass needs."
-    mu = np.zeros((tree.n_nodes, E.shape[1]), np.float32)
+def _some_centroids(tree:Tree, E, nodes)->_RowsAt:
+    """`node_centroids` for a few nodes and their children only (the rows of other nodes stay 0): what a partial summary pass needs.
+    A compact array of those rows, indexed by node number like the whole one (writing a few rows of an (M, d) array costs a zeroed memory page each)."""
     S = tree.leaf_sum if tree.leaf_sum is not None and len(tree.leaf_sum) == tree.n_nodes else None   # a maintenance pass has them
-    for v in set(nodes) | {int(c) for v in nodes for c in tree.children[v]}:
+    vs = np.array(sorted(set(nodes) | {int(c) for v in nodes for c in tree.children[v]}), np.int64)
+    mu = np.zeros((len(vs) + 1, E.shape[1]), np.float32); at = np.full(tree.n_nodes, len(vs), np.int64); at[vs] = np.arange(len(vs))
+    for i, v in enumerate(vs.tolist()):
         s = S[v] if S is not None else E[tree.order[tree.start[v]:tree.stop[v]]].sum(0, dtype=np.float64)
-        mu[v] = s / max(np.linalg.norm(s), 1e-12)
-    return mu
+        mu[i] = s / max(np.linalg.norm(s), 1e-12)
+    return _RowsAt(mu, at)
+
+class _RowsAt:
+    "Rows `rows[at[v]]` indexed by node number v (an int or an array of them), as a whole (M, d) array would be."
+    def __init__(self, rows:np.ndarray, at:np.ndarray): self.rows, self.at = rows, at
+    def __getitem__(self, v): return self.rows[self.at[v]]
 
 # %% ../nbs/05_build.ipynb #3124e11c
 def _requests(tree:Tree, nodes, E, mu, target, focus=None, background=None):

@@ -114,7 +114,7 @@ def _dumps(x, what:str)->str:
     try: return _ENC.encode(x)
     except (TypeError, ValueError) as e: raise InvalidTree(f"{what} cannot be stored as JSON: {e}") from None
 
-# %% ../nbs/07_store.ipynb #b89fde14
+# %% ../nbs/07_store.ipynb #93e42e9c
 def _flat_children(children:list)->np.ndarray:
     "All children lists end to end, int64; one `np.concatenate` when they are flat arrays (a 50,000-fact tree has 50,000 lists)."
     try:
@@ -127,8 +127,8 @@ def _check_tree(t:Tree,
                 nodes=None, # optional (M,) bool: the only nodes whose strings (text, summarizer) may be new; None: all
                 facts=None, # optional (N,) bool: the only facts that may be new objects; None: all
                ):
-    """Raise `InvalidTree` naming the first inconsistency of `t`. Sizes, float arrays and the structure are always checked
-    whole; `nodes` / `facts` limit the per-item Python checks to the items a maintenance pass may have changed."""
+    """Raise `InvalidTree` naming the first inconsistency of `t`. Sizes, float arrays and the structure are checked whole;
+    `nodes` / `facts` limit the per-item Python checks, and the search for non-finite leaf sums, to the items a maintenance pass may have changed."""
     if not isinstance(t, Tree): raise InvalidTree(f"expected a setree.core.Tree, got {type(t).__name__}")
     N, M = len(t.facts), len(t.texts)
     if (M == 0) != (N == 0) or M < N: raise InvalidTree(f"tree has {N} facts but {M} nodes; need M >= N, and M = 0 only when N = 0")
@@ -157,11 +157,14 @@ def _check_tree(t:Tree,
         raise InvalidTree(f"tree.leaf_sum has shape {np.shape(t.leaf_sum)}, expected {np.shape(t.emb)} like tree.emb")
     if t.proj is not None and (np.ndim(t.proj) != 2 or len(t.proj) != N):
         raise InvalidTree(f"tree.proj has shape {np.shape(t.proj)}, expected (N = {N}, depth)")
-    for name in _FLOAT_FIELDS:
+    sel = None if nodes is None or np.shape(nodes) != (M,) else np.flatnonzero(nodes)
+    for name in _FLOAT_FIELDS:   # (the per-node vectors of a pass: only the rows it may have changed; the rest were checked when written)
         a = getattr(t, name)
-        if a is not None and np.asarray(a).dtype.kind == "f" and not np.isfinite(a).all():
-            rows = np.unique(np.nonzero(~np.isfinite(np.asarray(a)))[0])[:10].tolist()
-            raise InvalidTree(f"tree.{name} holds NaN or inf (rows {rows})")
+        if a is None or np.asarray(a).dtype.kind != "f": continue
+        a = np.asarray(a); a = a[sel] if sel is not None and name in ("emb", "leaf_sum") else a
+        if not np.isfinite(a).all():
+            rows = np.unique(np.nonzero(~np.isfinite(a))[0])[:10]
+            raise InvalidTree(f"tree.{name} holds NaN or inf (rows {(rows if sel is None or name not in ('emb', 'leaf_sum') else sel[rows]).tolist()})")
     for l, lv in enumerate(t.levels):
         if not isinstance(lv, ClusterLevel): raise InvalidTree(f"tree.levels[{l}] is a {type(lv).__name__}, expected ClusterLevel")
         m = len(lv.members)
@@ -174,7 +177,8 @@ def _check_tree(t:Tree,
     flat = _flat_children(t.children) if lens.sum() else np.zeros(0, np.int64)
     ends = np.cumsum(lens)   # ascending inside each list: a step down is allowed only where a new list starts
     down = np.flatnonzero(np.diff(flat) <= 0) + 1
-    bad = np.unique(np.searchsorted(ends, down[~np.isin(down, ends)], side="right")).tolist()
+    starts = np.zeros(len(flat) + 1, bool); starts[ends] = True
+    bad = np.unique(np.searchsorted(ends, down[~starts[down]], side="right")).tolist()
     if bad: raise InvalidTree(f"tree.children must be in ascending (tree) order; not at node {bad[:10]}")
     try: check_layout(t)   # parents above children, root last, children == parent, no orphans (setree.fidelity)
     except (ValueError, TypeError, IndexError) as e: raise InvalidTree(f"broken tree structure: {e}") from None
@@ -643,7 +647,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #33d9ad7b
+# %% ../nbs/07_store.ipynb #348e2ce0
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -689,7 +693,7 @@ def queued(self:Store, after:int=0 # only entries with seq > after
 
 def _pass_changes(base:Tree, tree:Tree, dirty, dirty_facts, full:bool)->tuple:
     """(nodes, facts) for `_check_tree`: the nodes and facts a pass may have changed — the dirty ones and those with a new row key —
-    when the pass says which (the others are the committed ones, checked when they were written and on every load); else (None, None)."""
+    when the pass says which (the others are the committed ones, checked when they were written); else (None, None)."""
     N, M = len(tree.facts), len(tree.texts)
     if full or getattr(base, "_keys", None) is None or np.shape(dirty) != (M,) or np.shape(dirty_facts) != (N,): return None, None
     new = _align(_keys_of(base), _keys_of(tree)) < 0
@@ -728,7 +732,7 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #ddc44a11
+# %% ../nbs/07_store.ipynb #eeaf929d
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
@@ -743,6 +747,11 @@ def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     o = np.argsort(Ko, kind="stable"); s = Ko[o]
     i = np.minimum(np.searchsorted(s, Kn), len(s) - 1)
     return np.where(s[i] == Kn, o[i], -1)
+
+def _missing(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
+    "The keys of `Ko` that are not in `Kn`, ascending (`np.setdiff1d` of row keys through `_align`'s lookup table, without sorting the whole arrays)."
+    Ko = np.asarray(Ko, np.int64)
+    return np.unique(Ko[_align(Kn, Ko) < 0])
 
 def _parent_keys(t:Tree, K:np.ndarray)->np.ndarray:
     par = np.asarray(t.parent, np.int64)
@@ -793,7 +802,7 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
         return np.where(idx >= 0, K[mem[np.maximum(idx, 0)]], -1) if len(mem) else idx
     ch[f] |= pk(a, Ko)[p] != pk(b, Kn)[f]
     ch[f] |= np.asarray(a.community)[p] != np.asarray(b.community)[f]
-    if redo is not None: return ch | np.isin(lk, redo)
+    if redo is not None: return ch | (_align(redo, lk) >= 0)
     ch[f] |= (nk(a, Ko)[p] != nk(b, Kn)[f]).any(1) | (np.asarray(a.knn_sim)[p] != np.asarray(b.knn_sim)[f]).any(1)
     ch[f] |= (np.asarray(a.centroids)[p] != np.asarray(b.centroids)[f]).any(1)
     return ch
@@ -801,7 +810,7 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
 def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_members=None)->dict:
     "Write only the rows in which `new` differs from the stored `old` (rows matched by key). Returns rows written per table."
     Ko, Kn = _keys_of(old), _keys_of(new)
-    gone = np.setdiff1d(Ko, Kn)
+    gone = _missing(Ko, Kn)
     out = {"deleted": int(len(gone))}
     if len(gone):
         g = [(int(k),) for k in gone]
@@ -817,7 +826,7 @@ def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_
     con.execute("DELETE FROM members WHERE l >= ?", (len(new.levels),))
     for l in range(len(new.levels)):
         if l < len(old.levels):
-            stale = np.setdiff1d(_level_keys(old, Ko, l), _level_keys(new, Kn, l))
+            stale = _missing(_level_keys(old, Ko, l), _level_keys(new, Kn, l))
             con.executemany("DELETE FROM members WHERE l = ? AND k = ?", ((l, int(k)) for k in stale))
         cm = np.flatnonzero(_changed_members(old, Ko, new, Kn, l, None if dirty_members is None else dirty_members[l]))
         con.executemany(_INS["members"], _member_rows(new, Kn, l, cm.tolist())); out["members"] += int(len(cm))
