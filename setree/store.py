@@ -647,7 +647,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #348e2ce0
+# %% ../nbs/07_store.ipynb #b102877f
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -669,11 +669,16 @@ def queue_state(self:Store)->dict:
     return self._txn(_queue_in, write=False)
 
 @patch
-def checkpoint(self:Store)->bool: # True when the log was emptied (False: a reader still used it; the next checkpoint empties it)
+def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an older snapshot (at most `timeout_s`)
+              )->bool: # True when the log was emptied (False: a reader still used it; the next checkpoint or the last close empties it)
     """Copy the write-ahead log into the store file and empty it (`PRAGMA wal_checkpoint(TRUNCATE)`), so that no old page image,
-    a forgotten fact's text among them, stays in the `-wal` file. Waits up to `timeout_s` for readers. Raises `StoreError` read-only."""
+    a forgotten fact's text among them, stays in the `-wal` file. A reader holding a snapshot delays it by `wait_s` at most: the change
+    is committed already, so a pass does not stall for a slow reader. Raises `StoreError` read-only."""
     if self.readonly: raise StoreError(f"store {self.path} is open read-only")
-    with self._lock: busy, _, _ = self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    with self._lock:
+        self._con.execute(f"PRAGMA busy_timeout = {int(min(wait_s, self.timeout_s) * 1000)}")
+        try: busy, _, _ = self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally: self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
     return not busy
 
 def _queue_in(con)->dict:
