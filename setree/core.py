@@ -46,13 +46,19 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #f5216b2e
+# %% ../nbs/00_core.ipynb #65300731
+_ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")   # an id is one line of plain text: no control character (tab included), no line break
+
 def _check_id_meta(i, fid, meta):
     if fid is not None:
         if not isinstance(fid, str): raise TypeError(f"fact {i}: id must be a string, got {fid!r:.40} ({type(fid).__name__})")
+        try: fid.encode("utf-8")
+        except UnicodeEncodeError: raise ValueError(f"fact {i}: id is not valid Unicode (lone surrogate)") from None
         if is_blank(fid): raise ValueError(f"fact {i}: id is blank")
+        if m := _ID_CONTROL.search(fid): raise ValueError(f"fact {i}: id holds a control character or line break (U+{ord(m[0]):04X})")
     if meta is not None and not isinstance(meta, dict): raise TypeError(f"fact {i}: meta must be an object (dict), got {type(meta).__name__}")
     try: json.dumps(meta, allow_nan=False)
+    except RecursionError: raise ValueError(f"fact {i}: meta is nested too deeply to store as JSON") from None
     except (TypeError, ValueError) as e: raise ValueError(f"fact {i}: meta cannot be stored as JSON ({e})") from None
     return fid, meta
 
@@ -101,13 +107,14 @@ def _with_ids(raw)->list[Fact]:
     if len(set(ids)) != len(ids): raise ValueError(f"duplicate fact id(s): {sorted({x for x in ids if ids.count(x) > 1})[:20]}")
     return facts
 
-# %% ../nbs/00_core.ipynb #430ae467
+# %% ../nbs/00_core.ipynb #f1311118
 def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, text[, meta]) tuples
             )->list[Fact]: # validated facts with unique ids, in input order
     """Normalize a knowledge base into `Fact`s.
     A text is kept as given, without surrounding whitespace.
     Raises `ValueError` naming every blank fact (see `is_blank`), any text that cannot be encoded as UTF-8 (a lone surrogate) or holds a control
-    character other than tab and line breaks (NUL, escape, ...), and any duplicate id;
+    character other than tab and line breaks (NUL, escape, ...), any id that is blank, not valid Unicode or holds a control character or
+    line break (an id is one line of plain text), meta nested too deeply to store, and any duplicate id;
     `TypeError` for an item of another type. One text, `Fact` or dict on its own is one fact (not an iterable of characters or keys)."""
     if isinstance(items, (str, Fact, dict)): items = [items]
     elif items is None or not hasattr(items, "__iter__"):
