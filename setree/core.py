@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts', 'default_vocab_path',
-           'wordpiece_tokenizer', 'token_costs', 'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree',
-           'InvalidTree', 'check_tree']
+__all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts',
+           'default_vocab_path', 'wordpiece_tokenizer', 'token_costs', 'encoding_tokens', 'count_tokens',
+           'ClusterLevel', 'Tree', 'InvalidTree', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -46,7 +46,19 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #65300731
+# %% ../nbs/00_core.ipynb #04793ea1
+MAX_META_DEPTH = 100   # levels of objects/arrays a fact's meta may nest: deeper JSON could be stored by one process and fail to load in another
+
+def _nesting(x)->int:
+    "How deeply objects and arrays nest in a JSON-like value (iterative: any depth)."
+    deepest, stack = 0, [(x, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list, tuple)):
+            deepest = max(deepest, d)
+            if d <= MAX_META_DEPTH: stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
 _ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")   # an id is one line of plain text: no control character (tab included), no line break
 
 def _check_id_meta(i, fid, meta):
@@ -57,8 +69,8 @@ def _check_id_meta(i, fid, meta):
         if is_blank(fid): raise ValueError(f"fact {i}: id is blank")
         if m := _ID_CONTROL.search(fid): raise ValueError(f"fact {i}: id holds a control character or line break (U+{ord(m[0]):04X})")
     if meta is not None and not isinstance(meta, dict): raise TypeError(f"fact {i}: meta must be an object (dict), got {type(meta).__name__}")
+    if meta and _nesting(meta) > MAX_META_DEPTH: raise ValueError(f"fact {i}: meta is nested too deeply (more than {MAX_META_DEPTH} levels)")
     try: json.dumps(meta, allow_nan=False)
-    except RecursionError: raise ValueError(f"fact {i}: meta is nested too deeply to store as JSON") from None
     except (TypeError, ValueError) as e: raise ValueError(f"fact {i}: meta cannot be stored as JSON ({e})") from None
     return fid, meta
 
