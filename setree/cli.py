@@ -133,7 +133,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #70545c11
+# %% ../nbs/08_cli.ipynb #98e23c94
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -312,8 +312,9 @@ def cmd_maintain(args)->int:
 def _serve_module():
     try: import setree.server as srv
     except ImportError as e:
-        if getattr(e, "name", None) in ("setree.server", "mcp") or "setree.server" in str(e):
-            raise UsageError("the MCP server is not available in this installation (setree.server is missing; pip install 'setree[mcp]')") from None
+        name = getattr(e, "name", None) or ""
+        if name == "setree.server" or name.split(".")[0] in ("mcp", "anyio") or "setree.server" in str(e):
+            raise UsageError("the MCP server is not available in this installation: it needs the MCP SDK (pip install 'setree[mcp]')") from None
         raise
     return srv
 

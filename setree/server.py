@@ -14,7 +14,7 @@ __all__ = ['TOOLS', 'FACT_IDS_SHOWN', 'INSTRUCTIONS', 'tool_list', 'InvalidParam
            'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
            'open_app', 'cmd_serve', 'main']
 
-# %% ../nbs/08b_server.ipynb #bc66e67f
+# %% ../nbs/08b_server.ipynb #b4e51f2b
 try:
     import anyio
     import mcp.types as mt
@@ -23,7 +23,7 @@ try:
     from mcp.shared.message import SessionMessage
     from pydantic import ValidationError
 except ImportError as e:  # the server is an optional extra
-    raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)") from e
+    raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)", name=e.name or "mcp") from e
 
 # %% ../nbs/08b_server.ipynb #3cfd2cc2
 from . import __version__
