@@ -111,7 +111,7 @@ def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
         if p: return p.lstrip(".")
     return None
 
-# %% ../nbs/08b_server.ipynb #43e7e2bd
+# %% ../nbs/08b_server.ipynb #9c6a31bd
 def json_type(v)->str:
     "What a JSON value is, in JSON's words (for messages to a JSON caller)."
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
@@ -135,12 +135,10 @@ def fact_items(facts # one text, one {text, id?, meta?} object, or a list of the
 
 def fact_ids(ids # one fact id, or a list of them
             ):
-    "The ids of a `forget` call: strings, none blank (the library's words for a blank id). Raises `TypeError`, `ValueError`."
-    items = [ids] if isinstance(ids, str) else ids
-    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-        raise TypeError(f"ids must be a fact id (a string) or a list of them, got {_shown(ids)} ({json_type(ids)})")
+    "The ids of a `forget` call: none blank (the library's words for a blank id; it checks their types itself). Raises `ValueError`."
     from setree.core import is_blank
-    if any(is_blank(i) for i in items): raise ValueError("fact id is blank")
+    items = [ids] if isinstance(ids, str) else ids if isinstance(ids, list) else []
+    if any(isinstance(i, str) and is_blank(i) for i in items): raise ValueError("fact id is blank")
 
 def _flag(name):
     def check(v):
@@ -158,7 +156,7 @@ _PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), (
                ("an object (dict)", "an object"))
 _PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
             "tuple": "an array", "dict": "an object"}
-_GOT_VALUE = re.compile(r"got (.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")
+_GOT_VALUE = re.compile(r"(got |, (?!got ))(.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")   # "got 5 (int)", "got 5 (int), 2.5 (float)"
 _GOT_TYPE = re.compile(r"\b(got|, not) (NoneType|bool|int|float|str|list|tuple|dict)\b")
 _PY_STRINGS = re.compile(r"\[(?:'[^'\\]*'(?:, )?)+\]")   # a Python list of plain strings: ['a', 'b']
 
@@ -172,7 +170,7 @@ def in_json(msg:str # a message of the library
            )->str: # the same message in the words of a JSON caller
     "A library message for an MCP caller: Python values and type names become JSON ones (`None (NoneType)` -> `null (null)`, `['x']` -> `[\"x\"]`), keyword arguments become JSON arguments."
     for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
-    msg = _GOT_VALUE.sub(lambda m: f"got {_json_repr(m.group(1))} ({_PY_TYPE[m.group(2)]})", msg)
+    msg = _GOT_VALUE.sub(lambda m: f"{m.group(1)}{_json_repr(m.group(2))} ({_PY_TYPE[m.group(3)]})", msg)
     msg = _GOT_TYPE.sub(lambda m: f"{m.group(1)} {_PY_TYPE[m.group(2)]}", msg)
     return _PY_STRINGS.sub(lambda m: _json_repr(m.group(0)), msg)
 
