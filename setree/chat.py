@@ -101,7 +101,7 @@ def fallback_reason(summarizer:str # a node's recorded summarizer
     if summarizer == FALLBACK: return ""
     return summarizer.split(":", 1)[1] if summarizer.startswith(FALLBACK + ":") else None
 
-# %% ../nbs/03b_chat.ipynb #8594d61b
+# %% ../nbs/03b_chat.ipynb #651c25a0
 GROUNDED_FLOOR = 60  # least faithfulness round(100 <s, mu_v>) of an accepted chat summary (MiniLM; calibrated at the end of this chapter)
 
 class ChatSummarizer:
@@ -156,7 +156,9 @@ class ChatSummarizer:
                                     limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency))
         self._lock, self._open_until, self._open_reason = threading.Lock(), 0.0, None
 
-    def close(self): self._client.close()
+    def close(self):
+        "Close the HTTP client and its connections (the summarizer cannot be used afterwards)."
+        self._client.close()
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
 
