@@ -137,3 +137,24 @@ def test_deep_json_and_bad_ids_in_a_fact_file(tmp_path):
     f.write_text(json.dumps({"id": "two\nlines", "text": "the user likes tea"}) + "\n", encoding="utf-8")
     assert "line 1: id holds a control character or line break (U+000A)" in one_line_error(run("build", f, "--db", tmp_path / "kb.db"))
     assert not (tmp_path / "kb.db").exists()
+
+def test_a_change_queued_while_another_pass_holds_the_store(tmp_path):
+    "The newcomer's case: `setree maintain` running in another process holds the pass lock; an insert queues, waits 30 s, and says so (exit 0)."
+    import fcntl, os, re
+    f = tmp_path / "f.txt"; f.write_text("the user writes C++20\nthe user likes tea\n")
+    db = tmp_path / "kb.db"
+    assert run("build", f, "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    fd = os.open(f"{db}-lock", os.O_RDWR | os.O_CREAT, 0o644)      # what a running pass of another process holds
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        p = run("insert", "-", "--db", db, input="the user owns a kayak\n", fresh=True)
+    finally: os.close(fd)
+    assert p.returncode == 0 and "Traceback" not in p.stderr and "StoreBusy" not in p.stdout + p.stderr, p
+    assert "not applied yet: another maintenance pass holds the store, and that pass or the next applies it" in p.stdout, p.stdout
+    seq = int(re.search(r"queued as seq (\d+)", p.stdout).group(1))
+    s = json.loads(run("stats", "--db", db, "--json").stdout)
+    assert (s["pending"], s["queued_seq"]) == (1, seq), s
+    assert "insert: nothing new" in run("insert", "-", "--db", db, "--defer", input="the user owns a kayak\n").stdout   # it is queued already
+    assert run("maintain", "--db", db).returncode == 0
+    s = json.loads(run("stats", "--db", db, "--json").stdout)
+X
