@@ -157,4 +157,4 @@ def test_a_change_queued_while_another_pass_holds_the_store(tmp_path):
     assert "insert: nothing new" in run("insert", "-", "--db", db, "--defer", input="the user owns a kayak\n").stdout   # it is queued already
     assert run("maintain", "--db", db).returncode == 0
     s = json.loads(run("stats", "--db", db, "--json").stdout)
-X
+    assert (s["pending"], s["facts"], s["applied_seq"] >= seq) == (0, 3, True), s
