@@ -13,10 +13,10 @@ from .embed import get_embedder
 from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 
 # %% auto #0
-__all__ = ['Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree', 'unique_facts',
-           'build_tree', 'tree_shape']
+__all__ = ['CONFIG_RANGES', 'Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree',
+           'unique_facts', 'build_tree', 'tree_shape']
 
-# %% ../nbs/05_build.ipynb #1321fc52
+# %% ../nbs/05_build.ipynb #9ad2ac91
 @dataclass(frozen=True)
 class Config:
     "Every parameter of a knowledge base, validated; the one place their defaults are set. Units: tokens for lengths and budgets, radians for `epsilon`."
@@ -51,7 +51,7 @@ class Config:
                   "beta": math.isfinite(self.beta), "gamma": math.isfinite(self.gamma), "seed": self.seed >= 0,
                   "llm_timeout": self.llm_timeout > 0}
         bad = [k for k, ok in checks.items() if not ok]
-        if bad: raise ValueError(f"config value(s) out of range: {', '.join(f'{k}={getattr(self, k)!r}' for k in bad)}")
+        if bad: raise ValueError(f"config value(s) out of range: {'; '.join(f'{k}={getattr(self, k)!r} (allowed: {CONFIG_RANGES[k]})' for k in bad)}")
 
     @classmethod
     def from_dict(cls, d:dict # parameter name -> value
@@ -85,6 +85,12 @@ def to_dict(self:Config)->dict:
     "JSON-safe dict (`min_score=-inf` is stored as None)."
     d = asdict(self)
     return {k: (None if isinstance(v, float) and math.isinf(v) and k == "min_score" else v) for k, v in d.items()}
+
+# %% ../nbs/05_build.ipynb #5833396a
+CONFIG_RANGES = {"tau": "a number >= 0", "epsilon": "0 to pi radians", "summary_tokens": "at least 1 token",
+                 "default_budget": "at least 1 token", "k_max": "an integer >= 1", "window_tokens": "at least 2 tokens",
+                 "faithfulness_threshold": "an integer from -100 to 100", "resolution": "a number > 0", "beta": "a finite number",
+                 "gamma": "a finite number", "seed": "an integer >= 0", "llm_timeout": "more than 0 seconds"}
 
 # %% ../nbs/05_build.ipynb #9dfbbfd1
 class Progress:

@@ -101,7 +101,7 @@ def fallback_reason(summarizer:str # a node's recorded summarizer
     if summarizer == FALLBACK: return ""
     return summarizer.split(":", 1)[1] if summarizer.startswith(FALLBACK + ":") else None
 
-# %% ../nbs/03b_chat.ipynb #8594d61b
+# %% ../nbs/03b_chat.ipynb #651c25a0
 GROUNDED_FLOOR = 60  # least faithfulness round(100 <s, mu_v>) of an accepted chat summary (MiniLM; calibrated at the end of this chapter)
 
 class ChatSummarizer:
@@ -156,7 +156,9 @@ class ChatSummarizer:
                                     limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency))
         self._lock, self._open_until, self._open_reason = threading.Lock(), 0.0, None
 
-    def close(self): self._client.close()
+    def close(self):
+        "Close the HTTP client and its connections (the summarizer cannot be used afterwards)."
+        self._client.close()
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
 
@@ -204,7 +206,7 @@ def grounding(self:ChatSummarizer, text:str, # a reply that passed the other che
     s = np.asarray(emb.embed([text]), np.float64)[0]
     return int(round(100 * float(s @ np.asarray(r.centroid, np.float64))))
 
-# %% ../nbs/03b_chat.ipynb #dd133de2
+# %% ../nbs/03b_chat.ipynb #682b1fbc
 def _note(problem:str, n_children:int, cap:int)->str:
     words = max(1, round(cap * 0.6))
     return {"incomplete": f"A previous reply was cut off. Write a shorter summary: one sentence, at most {words} words.",
@@ -214,9 +216,11 @@ def _note(problem:str, n_children:int, cap:int)->str:
             "ungrounded": f"A previous reply did not describe these items. Write only what the items state, covering items 0 to {n_children - 1}."}[problem]
 
 @patch
-def _fall_back(self:ChatSummarizer, r:SummaryRequest, reason:str, why:str)->Summary:
+def _fall_back(self:ChatSummarizer, r:SummaryRequest, reason:str, why:str,
+               level:int=logging.WARNING, # logging.INFO while the circuit is open: the outage was reported when it opened
+              )->Summary:
     s = self.fallback.summarize(r)
-    log.warning("node %s: chat summary refused (%s): %s; using the extractive summary", r.node, reason, why)
+    log.log(level, "node %s: chat summary refused (%s): %s; using the extractive summary", r.node, reason, why)
     return Summary(s.text, s.quotes, fallback_name(reason), why)
 
 @patch
@@ -243,7 +247,7 @@ def _chat(self:ChatSummarizer, r:SummaryRequest, embedder, until)->Summary:
         left = end - time.monotonic()
         if left <= 0: return self._fall_back(r, "timeout", f"{which} used up")
         with self._lock: open_for, cause = self._open_until - time.monotonic(), self._open_reason
-        if open_for > 0: return self._fall_back(r, cause.reason, f"endpoint unavailable (circuit open after: {cause})")
+        if open_for > 0: return self._fall_back(r, cause.reason, f"endpoint unavailable (circuit open after: {cause})", logging.INFO)
         try: text, finish = self.request(messages, left, max_tok)
         except ChatError as e:
             k += 1
@@ -251,9 +255,11 @@ def _chat(self:ChatSummarizer, r:SummaryRequest, embedder, until)->Summary:
             if e.retryable and k <= self.retries and wait < end - time.monotonic():
                 log.info("node %s: chat attempt %d failed (%s); retrying in %.2g s", r.node, k, e, wait)
                 time.sleep(wait); continue
-            if e.unavailable and self.breaker_seconds > 0:
+            opens = e.unavailable and self.breaker_seconds > 0
+            if opens:
                 with self._lock: self._open_until, self._open_reason = time.monotonic() + self.breaker_seconds, e
-            return self._fall_back(r, e.reason, f"chat failed after {k} attempt{'s' * (k > 1)}: {e}")
+            return self._fall_back(r, e.reason, f"chat failed after {k} attempt{'s' * (k > 1)}: {e}" +
+                                   (f"; the endpoint is not asked again for {self.breaker_seconds:g} s (those nodes fall back too)" if opens else ""))
         problem = reply_problem(text, finish, limit)
         faith = None if problem else self.grounding(text, r, embedder)
         if faith is not None and faith < self.min_faithfulness: problem = "ungrounded"

@@ -9,19 +9,20 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'UsageError', 'read_facts', 'load_config', 'cmd_build',
-           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
-           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
+__all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'UsageError', 'read_facts',
+           'load_config', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'cmd_insert', 'cmd_forget', 'cmd_update',
+           'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline',
+           'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
-# %% ../nbs/08_cli.ipynb #0741f59e
+# %% ../nbs/08_cli.ipynb #9cba77f5
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2."
 
-def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt unless it starts with '{')
+def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file."
     from setree.core import as_facts
-    if path == "-": text, kind = _utf8(_stdin_bytes(), path), None
+    if path == "-": path = "stdin"; text, kind = _utf8(_stdin_bytes(), path), None
     else:
         p = Path(path)
         if p.is_dir(): raise UsageError(f"{path} is a directory, not a fact file")
@@ -29,15 +30,15 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (read as .txt
         text, kind = _utf8(p.read_bytes(), path), p.suffix.lower()
     if kind is None:
         if text.lstrip().startswith("[") and _is_json_array(text):
-            raise UsageError("-: the input is one JSON array; give one JSON object per line (.jsonl: {\"text\": ...}) or one fact per line")
-        kind = ".jsonl" if text.lstrip().startswith("{") else ".txt"
+            raise UsageError("stdin: the input is one JSON array; give one JSON object per line (.jsonl: {\"text\": ...}) or one fact per line")
+        kind = ".jsonl" if _first_line_is_object(text) else ".txt"
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
     items = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
     if not items: raise UsageError(f"{path}: no facts in the file")
     try: return as_facts(items)
     except (ValueError, TypeError) as e: raise UsageError(f"{path}: {e}") from None
 
-# %% ../nbs/08_cli.ipynb #dc2e0bad
+# %% ../nbs/08_cli.ipynb #f5266007
 def _stdin_bytes()->bytes: return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
 
 def _utf8(data:bytes, path:str)->str:
@@ -47,6 +48,14 @@ def _utf8(data:bytes, path:str)->str:
 
 def _is_json_array(text:str)->bool:
     try: return isinstance(json.loads(text), list)
+    except (ValueError, RecursionError): return False
+
+def _first_line_is_object(text:str)->bool:
+    "True when the first non-blank line parses as a JSON object: stdin is JSON lines then, else one fact per line (`{curly} is a nickname`)."
+    first = next((l for l in text.splitlines() if l.strip()), "")
+    if not first.lstrip().startswith("{"): return False
+    try: return isinstance(json.loads(first), dict)
+    except RecursionError: return True   # a JSON object nested too deeply: read as JSON lines, refused naming the line
     except ValueError: return False
 
 def _refusal(item)->str|None:
@@ -69,6 +78,7 @@ def _jsonl_items(text:str, path:str)->list[dict]:
         if not line.strip(): continue
         try: obj = json.loads(line)
         except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
+        except RecursionError: raise UsageError(f"{path}: line {n} is nested too deeply (JSON)") from None
         if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
         t = obj.get("text")
         if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({_json_type(t)})')
@@ -81,7 +91,7 @@ def _json_type(v)->str:
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
             else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #e21ecdd5
+# %% ../nbs/08_cli.ipynb #01a867c8
 def load_config(path:str|None, # --config value, or None
                ): # a `setree.build.Config`, or None
     "The config file named by `--config` or `$SETREE_CONFIG` (empty = not given); None when neither. Raises `UsageError`."
@@ -91,17 +101,29 @@ def load_config(path:str|None, # --config value, or None
     if path is None: return None
     try: return Config.from_json(path)
     except FileNotFoundError: raise UsageError(f"config file not found: {path}") from None
-    except (ValueError, TypeError) as e: raise UsageError(str(e) if str(path) in str(e) else f"config {path}: {e}") from None
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        raise UsageError(msg if str(path) in msg else f"{path}: {msg}" if msg.startswith("config") else f"config {path}: {msg}") from None
 
 def _merge(base, overrides:dict):
-    try: return base.replace(**{k: v for k, v in overrides.items() if v is not None})
-    except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
+    "`base` with the values of the flags that were given; an out-of-range value is named by its flag (`--seed=-1`)."
+    given = {k: v for k, v in overrides.items() if v is not None}
+    try: return base.replace(**given)
+    except (ValueError, TypeError) as e:
+        raise UsageError(re.sub(r"\b(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')}=" if m.group(1) in given else m.group(0), str(e))) from None
 
 def _depth(s:str)->int:
     "argparse type for --depth: a non-negative integer."
     try: v = int(s, 10)
     except ValueError: v = -1
     if v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {s!r}")
+    return v
+
+def positive_seconds(s:str)->float:
+    "argparse type for --llm-timeout: a positive, finite number of seconds."
+    try: v = float(s)
+    except ValueError: v = -1.0
+    if not 0 < v < float("inf"): raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {s!r}")
     return v
 
 def _positive_int(s:str)->int:
@@ -111,7 +133,7 @@ def _positive_int(s:str)->int:
     if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #c6bf0a59
+# %% ../nbs/08_cli.ipynb #10031a5d
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -127,7 +149,15 @@ def _embedder(name:str):
     from setree.embed import get_embedder
     return get_embedder(name)
 
+def check_llm_flags(args):
+    "Refuse --llm-base-url/--llm-model/--llm-timeout without --summarizer chat: the extractive summarizer would ignore them silently."
+    given = [f for f, k in (("--llm-base-url", "llm_base_url"), ("--llm-model", "llm_model"), ("--llm-timeout", "llm_timeout"))
+             if getattr(args, k, None) is not None]
+    if given and getattr(args, "summarizer", "extractive") != "chat":
+        raise UsageError(f"{' and '.join(given)} only apply with --summarizer chat (the summaries are extractive otherwise); add --summarizer chat or leave {'it' if len(given) == 1 else 'them'} out")
+
 def _summarizer(args):
+    check_llm_flags(args)
     if args.summarizer == "extractive": return None
     from setree.chat import ChatSummarizer
     try: return ChatSummarizer(base_url=args.llm_base_url, model=args.llm_model, **({"timeout": args.llm_timeout} if args.llm_timeout else {}))
@@ -161,17 +191,31 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-def _pass(kb, args, what:str, ack)->dict|None:
-    "Run the maintenance pass unless --defer; a failed pass is an error (its change stays queued)."
+BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
+
+def _pass(kb, args, what:str, ack)->dict|str|None:
+    "Run the maintenance pass unless --defer (None); `BUSY` when another pass holds the store; a failed pass is an error (its change stays queued)."
     if getattr(args, "defer", False): return None
-    rep = kb.maintain()
+    from setree.store import StoreBusy
+    try: rep = kb.maintain()
+    except StoreBusy: return BUSY
     if rep["error"]: raise RuntimeError(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it")
     return rep
 
-def _pass_line(rep:dict|None)->str:
+def _pass_line(rep:dict|str|None, ack=None, db=None, replaced:int=0)->str:
     if rep is None: return "queued; not applied yet (--defer): run `setree maintain`"
+    if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
+                            f"applies it (`setree stats --db {db}` shows applied_seq)")
+    if rep["full_rebuild"]:
+        return (f"pass: full rebuild, {rep['inserted']} facts" + (f" (replaced {replaced} facts)" if replaced else "")
+                + f", {rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
-            f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s" + (" (full rebuild)" if rep["full_rebuild"] else ""))
+            f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
+
+def _fact_count(path)->int:
+    "Facts the store holds now (0 for a missing file)."
+    if not Path(path).exists(): return 0
+    with _open_store(str(path)) as st: return int(st.stats()["facts"])
 
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
@@ -183,20 +227,27 @@ def cmd_build(args)->int:
     with _kb(args) as kb:
         kb._config = cfg
         if args.quiet: kb.progress = False
+        before = _fact_count(kb.path) if args.replace else 0
         try: ack = kb.build(facts, replace=args.replace)
         except ValueError as e:
             if "already holds" not in str(e): raise UsageError(str(e)) from None
             raise UsageError(f"store {args.db} {str(e).split('knowledge base ', 1)[-1].split(';')[0]}; use --replace to delete them and build anew, or `setree insert` to add facts") from None
-        try: _pass(kb, args, "build", ack)
+        try: rep = _pass(kb, args, "build", ack)
         except KeyboardInterrupt: return _interrupted(kb, "build", ack)
+        if rep == BUSY:
+            _out(args, f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})\n{_pass_line(BUSY, ack, args.db)}",
+                 {"ack": ack.to_dict(), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
+            return 0
         tree, path = kb.tree(), str(kb.path)
     from setree.build import build_counts
     counts = build_counts(tree, cfg); fell_back = sum(counts["fallbacks"].values())
     data = {"db": path, "facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)) if tree.n_nodes else 0,
             "seconds": round(time.perf_counter() - t0, 3), "duplicates_dropped": len(facts) - tree.n_facts,
             "summarizer_fallbacks": fell_back, "fallback_reasons": counts["fallbacks"],
-            "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0}
+            "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
+            "replaced_facts": before}
     human = (f"built {data['facts']} facts into {data['nodes']} nodes (depth {data['depth']}) in {data['seconds']:.1f} s -> {path}"
+             + (f"\nreplaced the {before} facts the store held" if before else "")
              + (f"\nnote: {data['duplicates_dropped']} repeated facts stored once" if data["duplicates_dropped"] else "")
              + (f"\nwarning: {fell_back} summaries fell back to extractive ("
                 + ", ".join(f"{k} {v}" for k, v in sorted(counts["fallbacks"].items())) + ")" if fell_back else "")
@@ -242,7 +293,8 @@ def _mutate(args, what:str, fn, ids=())->int:
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         try: rep = _pass(kb, args, what, ack)
         except KeyboardInterrupt: return _interrupted(kb, what, ack)
-    _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep)}", {"ack": ack.to_dict(), "pass": rep})
+    busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
+    _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep, ack, args.db)}", {"ack": ack.to_dict(), "pass": None if rep == BUSY else rep, **busy})
     return 0
 
 def cmd_insert(args)->int:
@@ -270,19 +322,42 @@ def cmd_maintain(args)->int:
 def _serve_module():
     try: import setree.server as srv
     except ImportError as e:
-        if getattr(e, "name", None) in ("setree.server", "mcp") or "setree.server" in str(e):
-            raise UsageError("the MCP server is not available in this installation (setree.server is missing; pip install 'setree[mcp]')") from None
+        name = getattr(e, "name", None) or ""
+        if name == "setree.server" or name.split(".")[0] in ("mcp", "anyio") or "setree.server" in str(e):
+            raise UsageError("the MCP server is not available in this installation: it needs the MCP SDK (pip install 'setree[mcp]')") from None
         raise
     return srv
 
-def cmd_serve(argv:list[str])->int:
-    "setree serve --db PATH ...: the MCP server (stdio); its options come from `setree.server.add_serve_args`."
-    srv = _serve_module()
-    p = argparse.ArgumentParser(prog="setree serve", description="The MCP server (stdio) on one knowledge-base store.")
-    srv.add_serve_args(p)
-    return srv.cmd_serve(p.parse_args(argv))
+def _millis(s:str)->int:
+    try: v = int(s, 10)
+    except ValueError: v = -1
+    if v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds, got {s!r}")
+    return v
 
-# %% ../nbs/08_cli.ipynb #ee92febf
+def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parser of its own)
+                  )->argparse.ArgumentParser:
+    "The arguments of `setree serve` (here, not in `setree.server`: `setree serve --help` works without the MCP SDK installed)."
+    p.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file; created if missing). Fixed for the server's life")
+    p.add_argument("--config", default=None, help="strict JSON build/maintenance config (default: $SETREE_CONFIG, else the stored one)")
+    p.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own (MiniLM for a new store)")
+    p.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive", help="summaries of maintenance passes")
+    p.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
+    p.add_argument("--llm-model", default=None, help="model for --summarizer chat (default: $SETREE_LLM_MODEL)")
+    p.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: connect/read timeout and deadline of one chat request (default: the summarizer's)")
+    p.add_argument("--quiet-ms", type=_millis, default=500, help="milliseconds without a new change before a pass starts (default 500)")
+    p.add_argument("--poll-ms", type=_millis, default=2000, help="how often to look for changes queued by other processes (default 2000)")
+    p.add_argument("--passes", choices=["process", "thread"], default="process",
+                   help="run maintenance passes in a worker process (default: reads never contend with a pass) or in the writer thread")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="warning", help="stderr logging")
+    return p
+
+def cmd_serve(argv:list[str])->int:
+    "setree serve --db PATH ...: the MCP server (stdio), options from `add_serve_args`; only running it needs the MCP SDK (`--help` does not)."
+    p = argparse.ArgumentParser(prog="setree serve", description="The MCP server (stdio) on one knowledge-base store.")
+    args = add_serve_args(p).parse_args(argv)
+    return _serve_module().cmd_serve(args)
+
+# %% ../nbs/08_cli.ipynb #edc0f354
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -299,8 +374,10 @@ def _cover_params(tree, args):
     except (ValueError, TypeError) as e:   # name the option, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
         raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: f"--{m.group(1).replace('_', '-')} ({m.group(1)})", str(e))) from None
 
+EMPTY_KB = "(the knowledge base is empty: no facts yet)"   # the one wording of the command, the outline and the MCP server
+
 def _human(cover)->str:
-    if cover.status == "empty": return "(the knowledge base is empty: no facts yet)"
+    if cover.status == "empty": return EMPTY_KB
     if cover.status == "budget_too_small": return f"(budget {cover.budget} is too small: the smallest budget that returns something is {cover.min_budget})"
     return cover.render()
 
@@ -334,8 +411,24 @@ def cmd_stats(args)->int:
     with _open_store(args.db) as st:
         try: s = {**st.stats(), **st.queue_state()}   # with the queue: pending, queued_seq, applied_seq, last_pass
         except StoreError as e: raise UsageError(str(e)) from None
-    _out(args, "\n".join(f"{k}: {v}" for k, v in s.items()), s)
+    _out(args, readable(s), s)
     return 0
+
+def readable(d:dict, # a JSON-like mapping (stats, a pass report)
+             indent:int=0, # spaces before each line
+            )->str:
+    "One `key: value` line per entry in plain words: nested mappings indented below their key, lists comma-separated, None as `none`, true/false as yes/no."
+    def word(v):
+        if v is None: return "none"
+        if isinstance(v, bool): return "yes" if v else "no"
+        if isinstance(v, float): return f"{v:g}"
+        if isinstance(v, (list, tuple)): return ", ".join(map(word, v)) or "none"
+        return str(v)
+    lines = []
+    for k, v in d.items():
+        if isinstance(v, dict): lines.append(f"{' ' * indent}{k}:" + ("" if v else " none")); lines += [readable(v, indent + 2)] if v else []
+        else: lines.append(f"{' ' * indent}{k}: {word(v)}")
+    return "\n".join(lines)
 
 OUTLINE_LEGEND = ("legend: L = level of a summary (facts are level 0, shown by their id), n = facts under it, f = faithfulness: "
                   "100 × cosine of the summary and the mean of its facts (-100 to 100, higher is better), t = tokens")
@@ -346,7 +439,7 @@ def outline(tree, # a finalized tree
             legend:bool=True, # first line: what the bracketed fields mean (`OUTLINE_LEGEND`)
            )->str:
     "The tree as an indented outline: one line per node, `[L<level> n=<facts> f=<faithfulness> <tokens>t] text`, after a legend line."
-    if tree.n_nodes == 0: return "(empty knowledge base)"
+    if tree.n_nodes == 0: return EMPTY_KB
     lines, stack = [OUTLINE_LEGEND] if legend else [], [tree.root]
     while stack:
         v = stack.pop()
@@ -442,7 +535,7 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #2610fce0
+# %% ../nbs/08_cli.ipynb #d50cf20b
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
@@ -459,7 +552,7 @@ def _parser()->argparse.ArgumentParser:
                         help="who writes the summaries: extractive (offline, the facts' own words) or chat (an OpenAI-compatible LLM)")
         sp.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
         sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
-        sp.add_argument("--llm-timeout", type=float, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
+        sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); common(b); summ(b)
     b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin")
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
@@ -527,5 +620,5 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
     except KeyboardInterrupt: print("setree: interrupted", file=sys.stderr); return 130
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
-    except Exception as e:  # a bug or an environment problem: still one line, with its type
-        print(f"setree: error: {type(e).__name__}: {e}", file=sys.stderr); return 1
+    except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
+        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{e}", file=sys.stderr); return 1

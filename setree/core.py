@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts', 'default_vocab_path',
-           'wordpiece_tokenizer', 'token_costs', 'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree',
-           'InvalidTree', 'check_tree']
+__all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts',
+           'default_vocab_path', 'wordpiece_tokenizer', 'token_costs', 'encoding_tokens', 'count_tokens',
+           'ClusterLevel', 'Tree', 'InvalidTree', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -46,12 +46,30 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #f5216b2e
+# %% ../nbs/00_core.ipynb #04793ea1
+MAX_META_DEPTH = 100   # levels of objects/arrays a fact's meta may nest: deeper JSON could be stored by one process and fail to load in another
+
+def _nesting(x)->int:
+    "How deeply objects and arrays nest in a JSON-like value (iterative: any depth)."
+    deepest, stack = 0, [(x, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list, tuple)):
+            deepest = max(deepest, d)
+            if d <= MAX_META_DEPTH: stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+_ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")   # an id is one line of plain text: no control character (tab included), no line break
+
 def _check_id_meta(i, fid, meta):
     if fid is not None:
         if not isinstance(fid, str): raise TypeError(f"fact {i}: id must be a string, got {fid!r:.40} ({type(fid).__name__})")
+        try: fid.encode("utf-8")
+        except UnicodeEncodeError: raise ValueError(f"fact {i}: id is not valid Unicode (lone surrogate)") from None
         if is_blank(fid): raise ValueError(f"fact {i}: id is blank")
+        if m := _ID_CONTROL.search(fid): raise ValueError(f"fact {i}: id holds a control character or line break (U+{ord(m[0]):04X})")
     if meta is not None and not isinstance(meta, dict): raise TypeError(f"fact {i}: meta must be an object (dict), got {type(meta).__name__}")
+    if meta and _nesting(meta) > MAX_META_DEPTH: raise ValueError(f"fact {i}: meta is nested too deeply (more than {MAX_META_DEPTH} levels)")
     try: json.dumps(meta, allow_nan=False)
     except (TypeError, ValueError) as e: raise ValueError(f"fact {i}: meta cannot be stored as JSON ({e})") from None
     return fid, meta
@@ -101,13 +119,14 @@ def _with_ids(raw)->list[Fact]:
     if len(set(ids)) != len(ids): raise ValueError(f"duplicate fact id(s): {sorted({x for x in ids if ids.count(x) > 1})[:20]}")
     return facts
 
-# %% ../nbs/00_core.ipynb #430ae467
+# %% ../nbs/00_core.ipynb #f1311118
 def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, text[, meta]) tuples
             )->list[Fact]: # validated facts with unique ids, in input order
     """Normalize a knowledge base into `Fact`s.
     A text is kept as given, without surrounding whitespace.
     Raises `ValueError` naming every blank fact (see `is_blank`), any text that cannot be encoded as UTF-8 (a lone surrogate) or holds a control
-    character other than tab and line breaks (NUL, escape, ...), and any duplicate id;
+    character other than tab and line breaks (NUL, escape, ...), any id that is blank, not valid Unicode or holds a control character or
+    line break (an id is one line of plain text), meta nested too deeply to store, and any duplicate id;
     `TypeError` for an item of another type. One text, `Fact` or dict on its own is one fact (not an iterable of characters or keys)."""
     if isinstance(items, (str, Fact, dict)): items = [items]
     elif items is None or not hasattr(items, "__iter__"):
@@ -139,30 +158,49 @@ def wordpiece_tokenizer(vocab:str|Path|None=None, # vocab.txt (one token per lin
     if max_length is not None: tok.enable_truncation(max_length=max_length)
     return tok
 
-# %% ../nbs/00_core.ipynb #6b2cb50e
+# %% ../nbs/00_core.ipynb #4413a107
 @lru_cache(maxsize=1)
 def _counter(): return wordpiece_tokenizer(max_length=None)
 
 UNK_ID = 100  # `[UNK]` in the MiniLM vocabulary
 
-def token_costs(enc # a `tokenizers.Encoding` of the counter (no special tokens)
-               )->np.ndarray: # (tokens,) int64: 1 per token, an `[UNK]` the characters it covers
-    "The budget cost of each token of one encoding."
-    return np.array([b - a if i == UNK_ID else 1 for i, (a, b) in zip(enc.ids, enc.offsets)], np.int64)
+# What the BERT normalizer (`clean_text`) removes that is not whitespace: control (Cc), format (Cf) and private-use (Co)
+# characters and U+FFFD, by the Unicode tables of `tokenizers` (read off its normalizer over every code point; the hidden test checks it).
+_DROPPED = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u180e\u200b-\u200f\u202a-\u202e"
+                      "\u2060-\u2064\u2066-\u206f\ue000-\uf8ff\ufeff\ufff9-\ufffb\ufffd\U000110bd\U0001bca0-\U0001bca3"
+                      "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
 
-def encoding_tokens(enc # a `tokenizers.Encoding` of the counter (no special tokens)
-                   )->int: # `token_costs(enc).sum()`, without building the array when no token is `[UNK]`
-    "The budget cost of one encoding: WordPiece tokens, where an `[UNK]` costs one token per character of the word it replaces."
+def token_costs(enc, # a `tokenizers.Encoding` of the counter (no special tokens)
+                text:str, # the text `enc` encodes (its dropped characters are charged)
+               )->np.ndarray: # (tokens,) int64: 1 per token, an `[UNK]` the characters it covers, plus 1 per dropped character it carries
+    "The budget cost of each token of one encoding. A character the normalizer drops (zero-width space, soft hyphen, ...) costs 1, carried by the token that covers it, else the next token, else the last."
+    ids, offsets = enc.ids, enc.offsets
+    costs = np.array([b - a if i == UNK_ID else 1 for i, (a, b) in zip(ids, offsets)], np.int64)
+    if not costs.size or not _DROPPED.search(text): return costs
+    pos = np.array([m.start() for m in _DROPPED.finditer(text)], np.int64)
+    start, end = np.array(offsets, np.int64).T
+    k = np.minimum(np.searchsorted(end, pos, side="right"), costs.size - 1)   # the token covering each, else the next, else the last
+    in_unk = (np.array(ids)[k] == UNK_ID) & (start[k] <= pos) & (pos < end[k])   # an [UNK] already pays for its characters
+    np.add.at(costs, k[~in_unk], 1)
+    return costs
+
+def encoding_tokens(enc, # a `tokenizers.Encoding` of the counter (no special tokens)
+                    text:str, # the text `enc` encodes (its dropped characters are charged)
+                   )->int: # `token_costs(enc, text).sum()`, or the number of dropped characters when there is no token
+    "The budget cost of one encoding: WordPiece tokens, where an `[UNK]` costs one token per character of the word it replaces and a dropped character one token."
     ids = enc.ids
-    return len(ids) if UNK_ID not in ids else int(token_costs(enc).sum())
+    if _DROPPED.search(text):   # rare: a precompiled test first
+        return int(token_costs(enc, text).sum()) if ids else len(_DROPPED.findall(text))
+    return len(ids) if UNK_ID not in ids else int(token_costs(enc, text).sum())
 
 def count_tokens(texts:str|list[str] # one text or a list of texts
                 ):# int for one text; int64 array (n,) for a list
-    "MiniLM WordPiece tokens without special tokens and without truncation (an unknown word: one per character): the budget unit of setree."
-    if isinstance(texts, str): return encoding_tokens(_counter().encode(texts, add_special_tokens=False))
+    "MiniLM WordPiece tokens without special tokens and without truncation (an unknown word: one per character; a dropped invisible character: one): the budget unit of setree."
+    if isinstance(texts, str): return encoding_tokens(_counter().encode(texts, add_special_tokens=False), texts)
     texts = list(texts)
     if not texts: return np.zeros(0, np.int64)
-    return np.fromiter((encoding_tokens(e) for e in _counter().encode_batch(texts, add_special_tokens=False)), np.int64, len(texts))
+    encs = _counter().encode_batch(texts, add_special_tokens=False)
+    return np.fromiter((encoding_tokens(e, t) for e, t in zip(encs, texts)), np.int64, len(texts))
 
 # %% ../nbs/00_core.ipynb #4dd2df79
 @dataclass

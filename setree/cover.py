@@ -668,7 +668,7 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
                                w._body(v), ix.ids_ord[tree.start[v]:tree.stop[v]].tolist(), mark, ix.gtext[g] if g >= 0 else None))
     return done(items, int(w.used), "ok", None, (tuple(groups), ix.gtext, ix.gkey))
 
-# %% ../nbs/06_cover.ipynb #dfb5cf69
+# %% ../nbs/06_cover.ipynb #d772e32a
 def _tree_embedder(tree):
     from setree.embed import get_embedder
     eid = tree.embedder_id or ""
@@ -684,7 +684,7 @@ def retrieve(tree:Tree, # a finalized tree (M = 0 allowed)
              embedder=None, # object with `embed_query(str)->(d,)`; None: the tree's own (see above)
             )->Cover:
     """Answer a prompt with a tree cover that fits `budget` tokens; `latency_ms` includes the embedding.
-    Raises `TypeError`/`ValueError` for a bad budget or prompt, `ValueError` when the embedder's identity differs from the tree's."""
+    Raises `TypeError`/`ValueError` for a bad budget or prompt, `TypeError` for `params` that are not `CoverParams` or an embedder without `embed_query`, `ValueError` when the embedder's identity differs from the tree's."""
     t0 = time.perf_counter()
     if not isinstance(tree, Tree): raise TypeError(f"tree must be a setree Tree (from build_tree or Store.load), got {type(tree).__name__}")
     if budget is None:
@@ -695,6 +695,8 @@ def retrieve(tree:Tree, # a finalized tree (M = 0 allowed)
     if is_blank(prompt): raise ValueError("prompt is blank (empty, whitespace or invisible characters only)")
     try: prompt.encode("utf-8")
     except UnicodeEncodeError: raise ValueError("prompt is not valid Unicode (lone surrogate)") from None
+    if params is not None and not isinstance(params, CoverParams): raise TypeError(f"params must be a CoverParams (e.g. CoverParams(beta=1.0)) or None, got {type(params).__name__}")
+    if embedder is not None and not callable(getattr(embedder, "embed_query", None)): raise TypeError(f"embedder must have an embed_query(text) method (a setree embedder) or be None, got {type(embedder).__name__}")
     params = params if params is not None else CoverParams.from_config(tree.config)
     if tree.n_nodes == 0: q = np.zeros(0, np.float32)
     else:

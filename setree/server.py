@@ -9,28 +9,28 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'FACT_IDS_SHOWN', 'INSTRUCTIONS', 'tool_list', 'InvalidParams', 'lone_surrogate', 'fact_items',
-           'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'cover_data', 'make_server', 'stdout_to_stderr',
-           'refusal', 'WireIn', 'WireOut', 'serve_stdio', 'add_serve_args', 'embedder_spec', 'open_app', 'cmd_serve',
-           'main']
+__all__ = ['TOOLS', 'FACT_IDS_SHOWN', 'INSTRUCTIONS', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type', 'fact_items',
+           'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'iso_time', 'cover_data',
+           'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
+           'open_app', 'cmd_serve', 'main']
 
-# %% ../nbs/08b_server.ipynb #71da71c8
+# %% ../nbs/08b_server.ipynb #b4e51f2b
 try:
     import anyio
     import mcp.types as mt
     from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
     from mcp.shared.exceptions import MCPError
     from mcp.shared.message import SessionMessage
+    from pydantic import ValidationError
 except ImportError as e:  # the server is an optional extra
-    raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)") from e
+    raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)", name=e.name or "mcp") from e
 
 # %% ../nbs/08b_server.ipynb #3cfd2cc2
 from . import __version__
 from .core import as_facts, patch
 from .cover import check_budget
 
-# %% ../nbs/08b_server.ipynb #bb80529a
+# %% ../nbs/08b_server.ipynb #cd1f8555
 _FACT = {"anyOf": [
     {"type": "string", "description": "the fact's text: one short, self-contained statement"},
     {"type": "object", "additionalProperties": False, "required": ["text"],
@@ -83,7 +83,9 @@ TOOLS = {
                                         "description": "how long to wait for the pass; 0 returns at once"}})),
  "stats": ("What the memory holds and whether your changes are visible yet: facts, nodes and levels, `pending` changes, `queued_seq` "
            "and `applied_seq` (a change acknowledged with `seq` is visible once `applied_seq` >= `seq`), the last pass (when, what "
-           "changed, summarizer calls and fallbacks, error) and the store's integrity.", _schema({})),
+           "changed, summarizer calls and fallbacks, error), the store's integrity, and the writer: `pass_running`, `running_since` (UTC ISO time, "
+           "like the pass's `started_at`), `consecutive_failures`, `last_error` and `last_error_at` (the last failure, kept after later "
+           "passes succeed).", _schema({})),
  "reset": ("Delete every fact and summary of this knowledge base. Irreversible: it only runs with `confirm` set to true, so ask "
            "the user first.", _schema({"confirm": {"type": "boolean", "description": "must be true"}}, ["confirm"])),
 }
@@ -109,50 +111,94 @@ def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
         if p: return p.lstrip(".")
     return None
 
-# %% ../nbs/08b_server.ipynb #8152f573
+# %% ../nbs/08b_server.ipynb #9c6a31bd
+def json_type(v)->str:
+    "What a JSON value is, in JSON's words (for messages to a JSON caller)."
+    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
+            else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
+
+def _shown(v)->str:
+    "A JSON value as a caller wrote it, cut to 40 characters."
+    try: t = json.dumps(v, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError): t = repr(v)
+    return t if len(t) <= 40 else t[:39] + "…"
+
 def fact_items(facts # one text, one {text, id?, meta?} object, or a list of them
               )->list:
     "The facts of an `insert`/`build` call as a list, validated by `setree.core.as_facts` (its messages). Raises `TypeError`, `ValueError`."
     items = [facts] if isinstance(facts, (str, dict)) else facts
-    if not isinstance(items, list): raise TypeError(f"facts must be a text, an object {{text, id?, meta?}} or a list of them, got {type(facts).__name__}")
+    if not isinstance(items, list): raise TypeError(f"facts must be a text, an object {{text, id?, meta?}} or a list of them, got {_shown(facts)} ({json_type(facts)})")
+    bad = next((i for i, x in enumerate(items) if not isinstance(x, (str, dict))), None)
+    if bad is not None: raise TypeError(f"fact {bad}: expected a string or an object {{text, id?, meta?}}, got {_shown(items[bad])} ({json_type(items[bad])})")
     as_facts(items)
     return items
 
+def fact_ids(ids # one fact id, or a list of them
+            ):
+    "The ids of a `forget` call: none blank (the library's words for a blank id; it checks their types itself). Raises `ValueError`."
+    from setree.core import is_blank
+    items = [ids] if isinstance(ids, str) else ids if isinstance(ids, list) else []
+    if any(isinstance(i, str) and is_blank(i) for i in items): raise ValueError("fact id is blank")
+
 def _flag(name):
     def check(v):
-        if not isinstance(v, bool): raise TypeError(f"{name} must be true or false, got {v!r} ({type(v).__name__})")
+        if not isinstance(v, bool): raise TypeError(f"{name} must be true or false, got {_shown(v)} ({json_type(v)})")
     return check
 
 def _wait_seconds(v):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 600:
-        raise ValueError(f"wait_seconds must be a number of seconds from 0 to 600, got {v!r}")
+        raise ValueError(f"wait_seconds must be a number of seconds from 0 to 600, got {_shown(v)}")
 
 _CHECKS = {"retrieve": {"budget": check_budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
-           "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}}
+           "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}, "forget": {"ids": fact_ids}}
 
-# %% ../nbs/08b_server.ipynb #6c7649c1
+_PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'),
+               ("an object (dict)", "an object"))
+_PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
+            "tuple": "an array", "dict": "an object"}
+_GOT_VALUE = re.compile(r"(got |, (?!got ))(.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")   # "got 5 (int)", "got 5 (int), 2.5 (float)"
+_GOT_TYPE = re.compile(r"\b(got|, not) (NoneType|bool|int|float|str|list|tuple|dict)\b")
+_PY_STRINGS = re.compile(r"\[(?:'[^'\\]*'(?:, )?)+\]")   # a Python list of plain strings: ['a', 'b']
+
+def _json_repr(py:str)->str:
+    "A Python literal of a message (`None`, `True`, `'x'`, `['a']`) written as JSON; unchanged when it is not one."
+    import ast
+    try: return json.dumps(ast.literal_eval(py), ensure_ascii=False)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return py
+
+def in_json(msg:str # a message of the library
+           )->str: # the same message in the words of a JSON caller
+    "A library message for an MCP caller: Python values and type names become JSON ones (`None (NoneType)` -> `null (null)`, `['x']` -> `[\"x\"]`), keyword arguments become JSON arguments."
+    for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
+    msg = _GOT_VALUE.sub(lambda m: f"{m.group(1)}{_json_repr(m.group(2))} ({_PY_TYPE[m.group(3)]})", msg)
+    msg = _GOT_TYPE.sub(lambda m: f"{m.group(1)} {_PY_TYPE[m.group(2)]}", msg)
+    return _PY_STRINGS.sub(lambda m: _json_repr(m.group(0)), msg)
+
+# %% ../nbs/08b_server.ipynb #98773d65
 def check_arguments(name:str, # the tool's name
                     arguments, # the call's arguments (a dict, or None for none)
                    )->dict: # the arguments, unchanged
     "Refuse a call to an unknown tool, with unknown or missing arguments, values the library refuses, or a lone surrogate. Raises `InvalidParams`."
-    if name not in TOOLS: raise InvalidParams(f"unknown tool {name!r}; the tools are {', '.join(TOOLS)}")
+    if not isinstance(name, str): raise InvalidParams(f"the tool name must be a string, got {_shown(name)} ({json_type(name)}); the tools are {', '.join(TOOLS)}")
+    if name not in TOOLS: raise InvalidParams(f"unknown tool {_shown(name)}; the tools are {', '.join(TOOLS)}")
     args = {} if arguments is None else arguments
-    if not isinstance(args, dict): raise InvalidParams(f"{name}: arguments must be an object, got {type(args).__name__}")
+    if not isinstance(args, dict): raise InvalidParams(f"{name}: arguments must be an object, got {_shown(args)} ({json_type(args)})")
     schema = TOOLS[name][1]
     unknown = sorted(set(args) - set(schema["properties"]))
-    if unknown: raise InvalidParams(f"{name}: unknown argument(s) {unknown}; it takes {sorted(schema['properties']) or 'none'} "
-                                    "(the knowledge base is fixed when the server starts)")
+    if unknown: raise InvalidParams(in_json(f"{name}: unknown argument(s) {unknown}; it takes {sorted(schema['properties']) or 'none'} "
+                                            "(the knowledge base is fixed when the server starts)"))
     missing = [k for k in schema["required"] if k not in args]
-    if missing: raise InvalidParams(f"{name}: missing required argument(s) {missing}")
+    if missing: raise InvalidParams(in_json(f"{name}: missing required argument(s) {missing}"))
+    try: p = lone_surrogate(args)
+    except RecursionError: raise InvalidParams(f"{name}: the arguments are nested too deeply") from None
+    if p: raise InvalidParams(f"{p} is not valid Unicode (lone surrogate)")   # first: a lone surrogate is not text, whatever else it is
     for k, check in _CHECKS.get(name, {}).items():
         if k in args:
             try: check(args[k])
-            except (TypeError, ValueError) as e: raise InvalidParams(str(e)) from None
-    p = lone_surrogate(args)
-    if p: raise InvalidParams(f"{p} is not valid Unicode (lone surrogate)")
+            except (TypeError, ValueError) as e: raise InvalidParams(in_json(str(e))) from None
     return args
 
-# %% ../nbs/08b_server.ipynb #4d026d92
+# %% ../nbs/08b_server.ipynb #0fce538c
 class Writer:
     "The single background thread that drains the knowledge base's queue: one pass after `quiet_s` without a new change."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`
@@ -169,6 +215,7 @@ class Writer:
         self._requested = self._served = 0   # explicit pass requests, and the last one a finished pass served
         self._not_before, self._stop = 0.0, False
         self.running_since, self.passes, self.failures, self.last_error, self.last_report = None, 0, 0, None, None
+        self.last_error_at = None        # time.time() of the failure `last_error` describes (kept after later passes succeed)
         self._thread = threading.Thread(target=self._run, name="setree-writer", daemon=True)
 
     def start(self)->Writer: self._thread.start(); return self
@@ -215,7 +262,7 @@ def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #3dc1c522
+# %% ../nbs/08b_server.ipynb #d22d6897
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
@@ -230,7 +277,7 @@ def _run(self:Writer):
             self.running_since, self._served, self.passes = None, serving, self.passes + 1
             if report is not None: self.last_report = report
             if error:
-                self.failures += 1; self.last_error = error
+                self.failures += 1; self.last_error, self.last_error_at = error, time.time()
                 self._not_before = time.monotonic() + min(60.0, 2.0 ** (self.failures - 1))
                 self._dirty = self._dirty or time.monotonic()   # try again after the back-off
                 log.warning("maintenance pass failed (attempt %d, retry in %.0f s): %s", self.failures, min(60.0, 2.0 ** (self.failures - 1)), error)
@@ -311,7 +358,7 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #de83856c
+# %% ../nbs/08b_server.ipynb #57908088
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -321,17 +368,12 @@ def _retrieve_text(c, pending:int=0)->str:
     "The tool's text: the rendered context, then the stored id of every fact it shows (markers are numbered per context)."
     if c.status == "empty":
         if pending: return f"(nothing is applied yet: {pending} queued change(s) become visible after the next pass; see `stats`)"
-        return "(the knowledge base is empty: nothing has been stored yet)"
+        from setree.cli import EMPTY_KB
+        return EMPTY_KB
     if c.status == "budget_too_small": return f"(budget {c.budget} is too small: the smallest budget that returns something is {c.min_budget})"
     ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
     return c.render() + (f"\n\nfact ids: {ids}" if ids else "")
 
-_PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'))
-
-def _in_json(msg:str)->str:
-    "A library message in the words of a tool call: its Python keyword arguments become JSON arguments."
-    for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
-    return msg
 
 class MemoryServer:
     "One knowledge base behind the MCP tools: validation, the single writer, results for an LLM and for programs."
@@ -359,17 +401,24 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #b6b6086d
+# %% ../nbs/08b_server.ipynb #ebe76271
 @patch
-def _queued(self:MemoryServer, ack)->mt.CallToolResult:
+def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
+           )->mt.CallToolResult:
     self.writer.changed()
-    d = {**ack.to_dict(), "queued": True}
+    d = {**ack.to_dict(), "queued": True, **({"replaces_facts": replaced} if replaced is not None else {})}
     ids = ", ".join(d["ids"][:8]) + (f", ... ({len(d['ids'])} ids)" if len(d["ids"]) > 8 else "")
     return _result(f"queued {d['op']} as seq {d['seq']}" + (f": {ids}" if ids else "") +
+                   (f" (deletes the {replaced} facts stored now)" if replaced else "") +
                    (f" ({len(d['already_stored'])} already stored, nothing new for: {', '.join(d['already_stored'][:8])})" if d["already_stored"] else "") +
                    f". Visible to retrieve once stats shows applied_seq >= {d['seq']} (normally within a second).", d)
 
 FACT_IDS_SHOWN = 20   # fact ids listed per summary item unless the caller asks for all
+
+def iso_time(t:float|None # seconds since the epoch, or None
+            )->str|None: # UTC ISO 8601 with milliseconds, as the pass reports' `started_at`
+    from datetime import datetime, timezone
+    return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
 def cover_data(c, # a `setree.cover.Cover`
                all_fact_ids:bool=False, # keep every summary's full list of fact ids
@@ -389,8 +438,9 @@ def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
 @patch
 def tool_stats(self:MemoryServer):
     w = self.writer
-    s = {**self.kb.stats(), "writer": {"pass_running": w.running_since is not None, "running_since": w.running_since,
+    s = {**self.kb.stats(), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
                                        "passes": w.passes, "consecutive_failures": w.failures, "last_error": w.last_error,
+                                       "last_error_at": iso_time(w.last_error_at),
                                        "quiet_ms": round(1000 * w.quiet_s), "passes_in": "process" if self.worker else "thread",
                                        "worker_pid": self.worker.pid if self.worker else None}}
     return _result(json.dumps(s, ensure_ascii=False, indent=1, default=str), json.loads(json.dumps(s, default=str)))
@@ -404,7 +454,7 @@ def tool_maintain(self:MemoryServer, wait_seconds=60):
     msg = ("pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
     return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)))
 
-# %% ../nbs/08b_server.ipynb #c53dbf67
+# %% ../nbs/08b_server.ipynb #7b04f646
 @patch
 def call(self:MemoryServer, name:str, # tool name
           arguments:dict|None, # its arguments
@@ -421,13 +471,13 @@ def call(self:MemoryServer, name:str, # tool name
         if name == "insert": return self._queued(kb.insert(a["facts"]))
         if name == "forget": return self._queued(kb.forget(a["ids"]))
         if name == "update": return self._queued(kb.update(a["id"], a["text"]))
-        if name == "build": return self._queued(kb.build(a["facts"], replace=a.get("replace", False)))
-        if name == "reset": return self._queued(kb.reset(confirm=a["confirm"]))
+        if name == "build": n = kb.stats()["facts"]; return self._queued(kb.build(a["facts"], replace=a.get("replace", False)), n)
+        if name == "reset": n = kb.stats()["facts"]; return self._queued(kb.reset(confirm=a["confirm"]), n)
     except StoreBusy as e:
         return _result(f"the knowledge base is busy, nothing was changed; retry: {e}", {"error": str(e), "retryable": True}, error=True)
     except StoreError as e:
         return _result(f"store error: {e}", {"error": str(e), "retryable": False}, error=True)
-    except (ValueError, TypeError) as e: raise InvalidParams(_in_json(str(e))) from None
+    except (ValueError, TypeError) as e: raise InvalidParams(in_json(str(e))) from None
     except Exception as e:
         self.log.exception("tool %s failed", name)
         return _result(f"internal error in {name}: {type(e).__name__}: {e}", {"error": f"{type(e).__name__}: {e}", "retryable": False}, error=True)
@@ -447,7 +497,7 @@ def make_server(app:MemoryServer # the knowledge base behind the tools
         except InvalidParams as e: raise MCPError(code=mt.INVALID_PARAMS, message=str(e)) from None
     return Server("setree", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
 
-# %% ../nbs/08b_server.ipynb #6ce05ac7
+# %% ../nbs/08b_server.ipynb #9ffd075e
 @contextmanager
 def stdout_to_stderr():
     "While inside, file descriptor 1 (and `sys.stdout`) write to stderr: nothing reaches a stdio client's reader."
@@ -459,37 +509,80 @@ def stdout_to_stderr():
         sys.stdout.flush(); os.dup2(saved, 1); os.close(saved)
 
 _SUSPECT = re.compile("[\ud800-\udfff]|\\\\u[dD][89a-fA-F]")
+_LEADING_ID = re.compile(r'\s*\{\s*(?:"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,\s*)*"id"\s*:\s*(-?\d+|"[^"\\]*")\s*[,}]')   # an id among the first keys
 
-def refusal(line:str # one line from the client, decoded with errors='surrogateescape'
-           )->mt.JSONRPCError|None: # the error to send back, or None when the SDK can parse the line itself
-    "The answer to a line the SDK would drop silently: -32700 for a line that is not JSON, invalid params for a lone surrogate (an escape or undecodable bytes)."
+def _error(rid, code:int, message:str)->mt.JSONRPCError:
+    return mt.JSONRPCError(jsonrpc="2.0", id=rid, error=mt.ErrorData(code=code, message=message))
+
+def _valid_id(msg:dict):
+    "The request's id when it is one JSON-RPC allows (a string or an integer), else None."
+    i = msg.get("id")
+    return i if isinstance(i, (str, int)) and not isinstance(i, bool) else None
+
+def _not_a_request(msg:dict)->str|None:
+    "Why a JSON object is not a JSON-RPC 2.0 request, notification or response, or None."
+    if msg.get("jsonrpc") != "2.0": return f'"jsonrpc" must be "2.0", got {_shown(msg.get("jsonrpc")) if "jsonrpc" in msg else "nothing"}'
+    if "id" in msg and _valid_id(msg) is None and ("method" in msg or msg["id"] is not None):
+        return f'"id" must be a string or an integer, got {_shown(msg["id"])} ({json_type(msg["id"])})'
+    if "method" not in msg:
+        return None if ("result" in msg) != ("error" in msg) and "id" in msg else 'a request needs "method" (a response: "id" and one of "result" or "error")'
+    if not isinstance(msg["method"], str): return f'"method" must be a string, got {_shown(msg["method"])} ({json_type(msg["method"])})'
+    if "params" in msg and not isinstance(msg["params"], dict): return f'"params" must be an object, got {_shown(msg["params"])} ({json_type(msg["params"])})'
+    return None
+
+def _call_refusal(msg:dict, full:bool=False)->str|None:
+    """Why a tools/call request is refused before the SDK sees it (no tool name, a name that is not a string, arguments that
+    are not an object; with `full`, every check of `check_arguments`), or None. Cheap unless `full`: the handler checks the rest."""
+    params = msg.get("params") or {}
+    if "name" not in params: return f"tools/call needs params.name, the tool to call; the tools are {', '.join(TOOLS)}"
+    name, args = params["name"], params.get("arguments")
+    if full or not isinstance(name, str) or not isinstance(args, (dict, type(None))):
+        try: check_arguments(name, args)
+        except InvalidParams as e: return str(e)
+    return None
+
+def read_message(line:str # one line from the client, decoded with errors='surrogateescape'
+                ): # `JSONRPCMessage` for the SDK, `JSONRPCError` to send back, or None (nothing to answer)
+    """Parse one client line, once: the message for the SDK, or the error the caller gets instead of silence. JSON that is
+    not a JSON-RPC 2.0 message (an array, a number, no `"jsonrpc": "2.0"`, params that are not an object): invalid request
+    (-32600, with the id when the line has one); nested too deeply to read: the same; not JSON: parse error (-32700, null id);
+    a lone surrogate, a `tools/call` without a tool name or with arguments that are not an object: invalid params (-32602),
+    named. A blank line, or an invalid notification (JSON-RPC never answers one): None."""
     if not line.strip(): return None
     try: msg = json.loads(line)
-    except ValueError: return mt.JSONRPCError(jsonrpc="2.0", id=None, error=mt.ErrorData(code=mt.PARSE_ERROR, message="Parse error: each line must be one JSON-RPC message"))
-    if not _SUSPECT.search(line): return None
-    if not isinstance(msg, dict) or "method" not in msg or isinstance(msg.get("id"), bool) or not isinstance(msg.get("id"), (str, int)): return None
-    where = lone_surrogate(msg)
-    if where is None: return None                 # only proper surrogate pairs: valid text
-    message = f"{where} is not valid Unicode (lone surrogate)"
-    params = msg.get("params")
-    if msg["method"] == "tools/call" and isinstance(params, dict):
-        try: check_arguments(params.get("name"), params.get("arguments"))
-        except InvalidParams as e: message = str(e)
-    return mt.JSONRPCError(jsonrpc="2.0", id=msg["id"], error=mt.ErrorData(code=mt.INVALID_PARAMS, message=message))
+    except RecursionError:
+        m = _LEADING_ID.match(line)
+        return _error(json.loads(m.group(1)) if m else None, mt.INVALID_REQUEST, "Invalid Request: the message is nested too deeply to read")
+    except ValueError: return _error(None, mt.PARSE_ERROR, "Parse error: each line must be one JSON-RPC message")
+    if not isinstance(msg, dict):
+        return _error(None, mt.INVALID_REQUEST, f"Invalid Request: a message must be a JSON object, got {json_type(msg)}"
+                      + (" (batches are not supported)" if isinstance(msg, list) else ""))
+    notification = "method" in msg and "id" not in msg
+    why = _not_a_request(msg)
+    if why: return None if notification else _error(_valid_id(msg), mt.INVALID_REQUEST, f"Invalid Request: {why}")
+    request = "method" in msg and not notification
+    try:
+        if request and msg["method"] == "tools/call" and (why := _call_refusal(msg)): return _error(msg["id"], mt.INVALID_PARAMS, why)
+        if _SUSPECT.search(line) and (where := lone_surrogate(msg)):   # rare: a \ud8.. escape or undecodable bytes on the line
+            if not request: return None
+            why = _call_refusal(msg, full=True) if msg["method"] == "tools/call" else None
+            return _error(msg["id"], mt.INVALID_PARAMS, why or f"{where} is not valid Unicode (lone surrogate)")
+        return mt.jsonrpc_message_adapter.validate_python(msg, by_name=False)
+    except (ValidationError, RecursionError):
+        return None if notification else _error(_valid_id(msg), mt.INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message, or nested too deeply")
 
-# %% ../nbs/08b_server.ipynb #78f57775
+# %% ../nbs/08b_server.ipynb #c0dd497a
 def _is_pipe(fd:int)->bool:
     import stat
     m = os.fstat(fd).st_mode
     return stat.S_ISFIFO(m) or stat.S_ISSOCK(m)
 
 class WireIn:
-    """The client's lines, read from a private copy of descriptor 0 (on the event loop when it is a pipe or socket, else
-    from a worker thread); lines with a lone surrogate are answered with `refusal` instead of being passed on."""
+    """The client's messages, read from a private copy of descriptor 0 (on the event loop when it is a pipe or socket, else
+    from a worker thread) and parsed once by `read_message`: it yields the SDK's messages and `JSONRPCError` answers."""
     def __init__(self, fd:int # a readable file descriptor (the server's copy of its stdin)
                 ):
         self._f = os.fdopen(fd, "rb", closefd=True)
-        self.reply = None   # the server's write stream, set once the transport is up
 
     def __aiter__(self): return self._lines()
 
@@ -505,12 +598,10 @@ class WireIn:
     async def _lines(self):
         readline = await self._readline()
         while raw := await readline():
-            line = raw.decode("utf-8", "surrogateescape")
-            err = refusal(line)
-            if err is None: yield line; continue
-            logging.getLogger("setree.server").info("refused request %r: %s", err.id, err.error.message)
-            while self.reply is None: await anyio.sleep(0.001)
-            await self.reply.send(SessionMessage(err))
+            msg = read_message(raw.decode("utf-8", "surrogateescape"))
+            if msg is None: continue
+            if isinstance(msg, mt.JSONRPCError): logging.getLogger("setree.server").info("refused request %r: %s", msg.id, msg.error.message)
+            yield msg
 
 class WireOut:
     "The wire's write side on a private copy of descriptor 1: written on the event loop when it is a pipe or socket (no thread per message), else from a worker thread."
@@ -552,39 +643,27 @@ def _own_stdin():
 
 async def serve_stdio(app:MemoryServer # the started knowledge base server
                      ):
-    "Serve MCP on this process's stdin/stdout until the client closes stdin."
+    """Serve MCP on this process's stdin/stdout until the client closes stdin. The transport is the SDK's stdio one, except
+    that each line is parsed once, here (`read_message`), and what the SDK would drop without an answer is answered."""
     server = make_server(app)
     with _own_stdin() as fd_in, _own_stdout() as fd_out:
-        wire = WireIn(fd_in)
-        async with stdio_server(stdin=wire, stdout=WireOut(fd_out)) as (read, write):
-            wire.reply = write
-            await server.run(read, write, server.create_initialization_options())
+        wire_in, wire_out = WireIn(fd_in), WireOut(fd_out)
+        to_server, read = anyio.create_memory_object_stream(0)
+        write, to_client = anyio.create_memory_object_stream(0)
+        answers = write.clone()            # the reader's own end: the writer stops once the server's and the reader's are closed
+        async def reader():
+            async with to_server, answers:
+                async for msg in wire_in:
+                    await (answers if isinstance(msg, mt.JSONRPCError) else to_server).send(SessionMessage(msg))
+        async def writer():
+            async with to_client:
+                async for m in to_client:
+                    await wire_out.write(m.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"); await wire_out.flush()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader); tg.start_soon(writer)
+            async with write: await server.run(read, write, server.create_initialization_options())
 
-# %% ../nbs/08b_server.ipynb #c6df373c
-def _quiet_ms(s:str)->int:
-    try: v = int(s, 10)
-    except ValueError: v = -1
-    if v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds, got {s!r}")
-    return v
-
-def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parser of its own)
-                  )->argparse.ArgumentParser:
-    "The arguments of `setree serve`."
-    p.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file; created if missing). Fixed for the server's life")
-    p.add_argument("--config", default=None, help="strict JSON build/maintenance config (default: $SETREE_CONFIG, else the stored one)")
-    p.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own (MiniLM for a new store)")
-    p.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive", help="summaries of maintenance passes")
-    p.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
-    p.add_argument("--llm-model", default=None, help="model for --summarizer chat (default: $SETREE_LLM_MODEL)")
-    p.add_argument("--llm-timeout", type=float, default=None, help="seconds: connect/read timeout and deadline of one chat request (default: the summarizer's)")
-    p.add_argument("--quiet-ms", type=_quiet_ms, default=500, help="milliseconds without a new change before a pass starts (default 500)")
-    p.add_argument("--poll-ms", type=_quiet_ms, default=2000, help="how often to look for changes queued by other processes (default 2000)")
-    p.add_argument("--passes", choices=["process", "thread"], default="process",
-                   help="run maintenance passes in a worker process (default: reads never contend with a pass) or in the writer thread")
-    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="warning", help="stderr logging")
-    return p
-
-# %% ../nbs/08b_server.ipynb #44c3a609
+# %% ../nbs/08b_server.ipynb #97806777
 def embedder_spec(name:str|None, # --embedder, or None
                   path:Path, # the store file (may not exist yet)
                  )->tuple[str, dict]: # (name, kwargs) for `setree.embed.get_embedder`
@@ -602,20 +681,19 @@ def embedder_spec(name:str|None, # --embedder, or None
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or an unusable store."""
-    from setree.cli import UsageError, load_config
+    from setree.cli import UsageError, check_llm_flags, load_config
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
     from setree.store import StoreError
     if "\x00" in args.db: raise UsageError(f"--db contains a NUL byte: {args.db!r}")
+    check_llm_flags(args)
     path = Path(args.db).expanduser().resolve()
     cfg = load_config(args.config)
     summ_kw = None
     if args.summarizer == "chat":
         from setree.chat import ChatSummarizer
         summ_kw, t = dict(base_url=args.llm_base_url, model=args.llm_model), args.llm_timeout
-        if t is not None:
-            if not t > 0: raise UsageError(f"--llm-timeout must be > 0 seconds, got {t}")
-            summ_kw.update(connect_timeout=min(5.0, t), read_timeout=t, deadline=t, timeout=t)
+        if t is not None: summ_kw.update(connect_timeout=min(5.0, t), read_timeout=t, deadline=t, timeout=t)   # > 0: `positive_seconds`
         try: ChatSummarizer(**summ_kw).close()     # refuse a missing URL or model now, not in the first pass
         except ValueError as e: raise UsageError(str(e)) from None
     spec = embedder_spec(args.embedder, path)
@@ -634,7 +712,7 @@ def open_app(args)->MemoryServer:
         except RuntimeError as e: kb.close(); raise UsageError(str(e)) from None
     return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 
-# %% ../nbs/08b_server.ipynb #d687e779
+# %% ../nbs/08b_server.ipynb #4ecfebe2
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or an unusable store, 1 otherwise
     "Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr."
@@ -659,6 +737,7 @@ def cmd_serve(args # parsed `add_serve_args` arguments
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         )->int:
     "`python -m setree.server --db PATH [...]`: the same as `setree serve`."
+    from setree.cli import add_serve_args
     return cmd_serve(add_serve_args(argparse.ArgumentParser(prog="setree serve", description="setree as an MCP server on stdio")).parse_args(argv))
 
 if __name__ == "__main__" and "__file__" in globals(): sys.exit(main())  # `python -m setree.server`; never inside a notebook

@@ -244,7 +244,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #e04f3f26
+# %% ../nbs/07_store.ipynb #2cc42c32
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -272,13 +272,14 @@ def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
 class Store:
     "One setree knowledge base in one SQLite file (WAL mode). Thread-safe: one connection, one lock."
     def __init__(self, path, # file of the knowledge base (str or Path); canonicalized, see `.path`
-                 *, create:bool=True, # create a new store when the file does not exist (or is empty)
+                 *, create:bool=True, # create a new store when the file does not exist (an existing empty file is refused)
                  readonly:bool=False, # open read-only: `save` is refused, nothing is created
                  timeout_s:float=30.0, # seconds to wait for another connection's lock before `StoreBusy`
                  embedder_id:str|None=None, # if given, `check_embedder(embedder_id)` right after opening
                 ):
         self.path, self.readonly, self.timeout_s = _canonical(path), readonly, float(timeout_s)
         self._lock, self._con, self.version = threading.RLock(), None, SCHEMA_VERSION
+        self._empty_file = False   # an existing 0-byte file: refused in `_open` unless another process creates the store meanwhile
         p = self.path
         if p.is_dir(): raise StoreError(f"{p} is a directory, not a setree store file")
         if not p.exists():
@@ -291,7 +292,8 @@ class Store:
                 raise StoreError(f"cannot write store {p}: its directory is not writable (SQLite keeps the store's -wal and -shm files next to it); open it with readonly=True to read it")
             # The file is not opened here to read its header: closing any descriptor of a database file drops the POSIX locks
             # that this process's other SQLite connections hold on it, and two writers then corrupt it. SQLite refuses a foreign file itself.
-            if not p.stat().st_size and (readonly or not create): raise StoreError(f"{p} is not a setree store: an empty file")
+            self._empty_file = not p.stat().st_size
+            if self._empty_file and (readonly or not create): raise StoreError(f"{p} is not a setree store: an empty file")
         try:
             self._con = _connect(p, readonly, self.timeout_s)
             if not readonly: self._con.execute("PRAGMA secure_delete = ON")   # a forgotten fact's bytes are overwritten, not left in free pages
@@ -320,6 +322,7 @@ class Store:
             if self.readonly: raise StoreError(f"{self.path} is not a setree store: empty database")
             con.execute("BEGIN IMMEDIATE")
             try:
+                if not self._tables() and self._empty_file: raise StoreError(f"{self.path} is not a setree store: an empty file")   # nobody is creating it
                 if not self._tables():   # another process may have created it meanwhile
                     con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"); self._create()
                     con.executemany("INSERT INTO meta VALUES (?, ?)", [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])

@@ -74,7 +74,7 @@ def check_request(r:SummaryRequest # one request
         bad(f"background must be a TermStats (see term_stats), got {type(r.background).__name__}")
     return r
 
-# %% ../nbs/03_summarize.ipynb #2ea108be
+# %% ../nbs/03_summarize.ipynb #3a7d3f73
 @lru_cache(maxsize=1)
 def _tokenizer(): return wordpiece_tokenizer(max_length=None)
 
@@ -86,8 +86,8 @@ def enforce_budget(text:str, # any text
     "The longest prefix of `text` ending at a sentence end (else a word, else a token) with `count_tokens(prefix) <= max_tokens`. Raises `ValueError` for a negative allowance."
     if max_tokens < 0: raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
     enc = _tokenizer().encode(text, add_special_tokens=False)
-    if encoding_tokens(enc) <= max_tokens: return text
-    cost = np.cumsum(token_costs(enc))
+    if encoding_tokens(enc, text) <= max_tokens: return text
+    cost = np.cumsum(token_costs(enc, text))
     fit = int(np.searchsorted(cost, max_tokens, side="right"))   # tokens that fit
     if fit == 0: return ""
     end = enc.offsets[fit - 1][1]                   # character end of the last token that fits
@@ -120,7 +120,7 @@ def quoted_facts(text:str, # a summary
     hit = [i for i in cand if _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #7cedb898
+# %% ../nbs/03_summarize.ipynb #9266768e
 _TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
 
 def token_info(texts:list[str] # fact texts
@@ -133,7 +133,7 @@ def token_info(texts:list[str] # fact texts
         tk = _tokenizer(); unk = tk.token_to_id("[UNK]")
         encs = tk.encode_batch(new, add_special_tokens=False) if len(new) > 64 else [tk.encode(t, add_special_tokens=False) for t in new]
         for t, e in zip(new, encs):   # (a batch call has a fixed cost of milliseconds: small lists one by one)
-            _TOKEN_INFO[t] = (encoding_tokens(e), bool(e.ids) and all(i == unk for i in e.ids))
+            _TOKEN_INFO[t] = (encoding_tokens(e, t), bool(e.ids) and all(i == unk for i in e.ids))
     info = [_TOKEN_INFO[t] for t in texts]
     return np.array([a for a, _ in info], np.int64), np.array([b for _, b in info], bool)
 

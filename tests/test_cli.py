@@ -110,3 +110,51 @@ def test_txt_lines_quiet_build_and_queue_in_stats(tmp_path):
     assert run("maintain", "--db", db).returncode == 0
     s = json.loads(run("stats", "--db", db, "--json").stdout)
     assert (s["pending"], s["facts"], s["applied_seq"]) == (0, 4, s["queued_seq"]), s
+
+NO_MCP = "import sys; sys.modules['mcp'] = None; from setree.cli import main; sys.exit(main(sys.argv[1:]))"   # as if the mcp extra were absent
+
+def test_serve_help_without_the_mcp_sdk(tmp_path):
+    import subprocess, sys
+    p = subprocess.run([sys.executable, "-c", NO_MCP, "serve", "--help"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "--db" in p.stdout and "--quiet-ms" in p.stdout, p.stderr
+    p = subprocess.run([sys.executable, "-c", NO_MCP, "serve", "--db", str(tmp_path / "kb.db")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "MCP server is not available" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not (tmp_path / "kb.db").exists()
+
+def test_stdin_text_starting_with_a_brace(tmp_path):
+    db = tmp_path / "kb.db"
+    p = run("insert", "-", "--db", db, "--embedder", "hashing", input="{curly} is the user's nickname\n")
+    assert p.returncode == 0, p.stderr
+    assert "{curly} is the user's nickname" in run("retrieve", "nickname", "--db", db, "--budget", 100).stdout
+    p = run("insert", "-", "--db", db, input='{"text": "the user likes tea"}\n{"text": 3}\n')
+    assert "stdin: line 2" in one_line_error(p)
+
+def test_deep_json_and_bad_ids_in_a_fact_file(tmp_path):
+    f = tmp_path / "deep.jsonl"
+    f.write_text('{"text": "ok"}\n{"text": "x", "meta": ' + '[' * 100_000 + ']' * 100_000 + '}\n', encoding="utf-8")
+    p = run("build", f, "--db", tmp_path / "kb.db", "--embedder", "hashing", fresh=True)
+    assert p.returncode == 2 and "deep.jsonl: line 2 is nested too deeply" in one_line_error(p)
+    f.write_text(json.dumps({"id": "two\nlines", "text": "the user likes tea"}) + "\n", encoding="utf-8")
+    assert "line 1: id holds a control character or line break (U+000A)" in one_line_error(run("build", f, "--db", tmp_path / "kb.db"))
+    assert not (tmp_path / "kb.db").exists()
+
+def test_a_change_queued_while_another_pass_holds_the_store(tmp_path):
+    "The newcomer's case: `setree maintain` running in another process holds the pass lock; an insert queues, waits 30 s, and says so (exit 0)."
+    import fcntl, os, re
+    f = tmp_path / "f.txt"; f.write_text("the user writes C++20\nthe user likes tea\n")
+    db = tmp_path / "kb.db"
+    assert run("build", f, "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    fd = os.open(f"{db}-lock", os.O_RDWR | os.O_CREAT, 0o644)      # what a running pass of another process holds
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        p = run("insert", "-", "--db", db, input="the user owns a kayak\n", fresh=True)
+    finally: os.close(fd)
+    assert p.returncode == 0 and "Traceback" not in p.stderr and "StoreBusy" not in p.stdout + p.stderr, p
+    assert "not applied yet: another maintenance pass holds the store, and that pass or the next applies it" in p.stdout, p.stdout
+    seq = int(re.search(r"queued as seq (\d+)", p.stdout).group(1))
+    s = json.loads(run("stats", "--db", db, "--json").stdout)
+    assert (s["pending"], s["queued_seq"]) == (1, seq), s
+    assert "insert: nothing new" in run("insert", "-", "--db", db, "--defer", input="the user owns a kayak\n").stdout   # it is queued already
+    assert run("maintain", "--db", db).returncode == 0
+    s = json.loads(run("stats", "--db", db, "--json").stdout)
+    assert (s["pending"], s["facts"], s["applied_seq"] >= seq) == (0, 3, True), s

@@ -99,10 +99,10 @@ def test_mcp_server_refuses_the_same_way(tmp_path):
             async with stdio_client(p, errlog=err) as (r, w):
                 async with ClientSession(r, w) as s:
                     await s.initialize()
-                    for ids, shown in [(5, "5 (int)"), ([5, "x"], "5 (int)"), (2.5, "2.5 (float)")]:
+                    for ids, shown in [(5, "5 (a number)"), ([5, "x"], "5 (a number)"), (2.5, "2.5 (a number)")]:   # the library's words, in JSON terms
                         assert "fact ids must be strings; got " + shown in await refused(s, "forget", ids=ids)
-                    assert "fact ids must be strings; got 5 (int)" in await refused(s, "update", id=5, text="the user writes Rust")
-                    assert "fact text must be a string; got 5 (int)" in await refused(s, "insert", facts=[{"text": 5}])
+                    assert "fact ids must be strings; got 5 (a number)" in await refused(s, "update", id=5, text="the user writes Rust")
+                    assert "fact text must be a string; got 5 (a number)" in await refused(s, "insert", facts=[{"text": 5}])
                     res = await s.call_tool("insert", {"facts": [FACTS[0]]})
                     assert not res.is_error and res.structured_content["already_stored"] == res.structured_content["ids"]
                     assert "1 already stored" in res.content[0].text, res.content[0].text

@@ -123,6 +123,7 @@ def test_forgotten_text_leaves_the_files_when_the_session_ends(tmp_path):
 
 def test_bad_arguments_and_huge_budgets(tmp_path):                                   # C-15, C-16, C-09
     from setree.cover import check_budget
+    from setree.server import in_json
     db = tmp_path / "kb.db"
     def lib_message(b):
         try: check_budget(b)
@@ -131,19 +132,31 @@ def test_bad_arguments_and_huge_budgets(tmp_path):                              
         async with session(db) as s:
             await visible(s, (await call(s, "build", facts=FACTS[:3]))["seq"])
             for b in [0, -5, 12.5, "300", True, None, 1e308]:
-                assert await refused(s, "retrieve", prompt="x", budget=b) == lib_message(b)
+                assert await refused(s, "retrieve", prompt="x", budget=b) == in_json(lib_message(b))   # the library's message, in JSON terms
             assert "prompt is blank" in await refused(s, "retrieve", prompt="   ")
             assert "prompt must be a string" in await refused(s, "retrieve", prompt=3)
             for bad in (["ok", ""], ["   "], ["\t\n"], ["\u200b"], ["\u0000"]):
                 assert "blank fact" in await refused(s, "insert", facts=bad)
             assert "expected a string" in await refused(s, "insert", facts=[3])
             assert "facts must be a text" in await refused(s, "insert", facts=3)
-            assert "unknown argument(s) ['budgets']" in await refused(s, "retrieve", prompt="x", budgets=3)
+            assert 'unknown argument(s) ["budgets"]' in await refused(s, "retrieve", prompt="x", budgets=3)
             assert "unknown tool" in await refused(s, "remember", facts=["x"])
             assert "replace must be true or false" in await refused(s, "build", facts=["a"], replace="yes")
             assert "unknown" in (await refused(s, "forget", ids=["nope"])).lower()
+            # JSON terms, never Python's: null, true, arrays in double quotes
+            assert "got null (null)" in await refused(s, "retrieve", prompt="x", budget=None)
+            assert "got true (true/false)" in await refused(s, "retrieve", prompt="x", budget=True)
+            msgs = [await refused(s, "insert", facts=[None]), await refused(s, "insert", facts=[{"text": "x", "meta": ["a"]}]),
+                    await refused(s, "forget", ids=["nope"]), await refused(s, "insert", facts=[{"text": "x", "id": 5}])]
+            for m in msgs: assert not any(w in m for w in ("NoneType", "(bool)", "(int)", "tuple", "['", "(dict)")), m
+            assert 'unknown fact id(s): ["nope"]' in msgs[2]
+            assert "fact id is blank" in await refused(s, "forget", ids="")
+            assert "fact id is blank" in await refused(s, "forget", ids=["a", "  "])
+            assert "id holds a control character or line break (U+000A)" in await refused(s, "insert", facts=[{"text": "x", "id": "a\nb"}])
+            assert "meta is nested too deeply" in await refused(s, "insert", facts=[{"text": "x", "meta": json.loads('{"a":' * 101 + "1" + "}" * 101)}])
             st = await call(s, "stats")
             assert st["facts"] == 3 and st["pending"] == 0                              # nothing was queued by a refusal
+            assert st["writer"]["running_since"] is None and "last_error_at" in st["writer"]
             for huge in (10**9, 2**63, 10**30):
                 c = await call(s, "retrieve", prompt="x", budget=huge)
                 assert c["status"] == "ok" and sorted(texts(c)) == sorted(FACTS[:3]) and c["budget"] == huge
@@ -231,6 +244,43 @@ def test_raw_jsonrpc_non_ascii_and_refusals(tmp_path, lang):                    
     code, err = r.close()
     assert code == 0, err
     assert "serving MCP on stdio" in err and "Traceback" not in err
+
+def test_every_json_line_gets_an_answer(tmp_path):
+    "JSON that is not a valid request, nested too deeply, or a tool call with bad params: each answered (-32600/-32602, its id), and the server goes on."
+    r = Raw(tmp_path / "kb.db")
+    assert "result" in r.ask(0, INIT[0]); r.send(INIT[1])
+    deep = lambda n, i: ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"insert","arguments":{"facts":[{"text":"x","meta":' % i
+                         + '{"a":' * n + "1" + "}" * n + "}]}}}")
+    cases = [(4, '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":5}', -32600, '"params" must be an object'),
+             (7, '{"id":7,"method":"ping"}', -32600, '"jsonrpc" must be "2.0"'),
+             (8, '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"stats","arguments":"notadict"}}', -32602, "arguments must be an object"),
+             (9, '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"arguments":{}}}', -32602, "params.name"),
+             (10, deep(300, 10), -32602, "meta is nested too deeply"), (11, deep(100_000, 11), -32600, "nested too deeply"),
+             (12, '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"update","arguments":{"id":"\\udfff","text":"x"}}}', -32602, "lone surrogate"),
+             (13, '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":' + "[" * 400 + "]" * 400 + "}}}",
+              -32602, "prompt must be a string, got an array")]
+    for i, line, code, want in cases:
+        m = r.ask(i, line)
+        assert m["error"]["code"] == code and want in m["error"]["message"], (i, m)
+    r.send("[1,2,3]"); r.send("[]"); r.send("7")                                     # no id to answer with: null
+    assert "result" in r.ask(100, rpc(100, "ping"))                                  # still serving
+    nulls = [json.loads(b) for b in r.raw_lines if b'"id":null' in b.replace(b" ", b"")]
+    assert len(nulls) == 3 and all(m["error"]["code"] == -32600 for m in nulls), nulls
+    assert "batches are not supported" in nulls[0]["error"]["message"]
+    empty = r.ask(101, tool(101, "retrieve", {"prompt": "x"}))["result"]["content"][0]["text"]
+    from setree.cli import EMPTY_KB
+    assert empty == EMPTY_KB                                                          # the command's wording
+    code, err = r.close()
+    assert code == 0 and "Traceback" not in err, err
+
+def test_refused_at_start(tmp_path):
+    "A zero-byte store file, --llm-timeout 0 and chat flags without --summarizer chat: refused before serving, exit 2, the file untouched."
+    zero = tmp_path / "zero.db"; zero.write_bytes(b"")
+    for extra, want in [((), "is not a setree store: an empty file"), (("--summarizer", "chat", "--llm-timeout", "0"), "must be a positive number of seconds"),
+                        (("--llm-model", "m"), "--llm-model only apply with --summarizer chat")]:
+        p = subprocess.run(SERVE + serve_args(zero, *extra), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert p.returncode == 2 and want in p.stderr and "Traceback" not in p.stderr, (extra, p.returncode, p.stderr)
+    assert zero.stat().st_size == 0
 
 def test_real_minilm_end_to_end(tmp_path):                                           # C-20 with the model loading, real embedder
     r = Raw(tmp_path / "kb.db", "--log-level", "info", embedder=None, env={"LANG": "C", "LC_ALL": "C"})
