@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id', 'as_facts',
-           'default_vocab_path', 'wordpiece_tokenizer', 'token_costs', 'encoding_tokens', 'count_tokens',
-           'ClusterLevel', 'Tree', 'InvalidTree', 'check_tree']
+__all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
+           'check_fact_id', 'as_facts', 'default_vocab_path', 'wordpiece_tokenizer', 'token_costs', 'encoding_tokens',
+           'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -46,7 +46,7 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #04793ea1
+# %% ../nbs/00_core.ipynb #32034821
 MAX_META_DEPTH = 100   # levels of objects/arrays a fact's meta may nest: deeper JSON could be stored by one process and fail to load in another
 
 def _nesting(x)->int:
@@ -61,13 +61,20 @@ def _nesting(x)->int:
 
 _ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")   # an id is one line of plain text: no control character (tab included), no line break
 
+def check_fact_id(fid # a caller's fact id
+                 )->str: # `fid` itself
+    "Refuse what cannot be a fact id: `TypeError` for a non-string, `ValueError` for a lone surrogate, a blank id, a control character or line break."
+    if not isinstance(fid, str): raise TypeError(f"id must be a string, got {fid!r:.40} ({type(fid).__name__})")
+    try: fid.encode("utf-8")
+    except UnicodeEncodeError: raise ValueError("id is not valid Unicode (lone surrogate)") from None
+    if is_blank(fid): raise ValueError("id is blank")
+    if m := _ID_CONTROL.search(fid): raise ValueError(f"id holds a control character or line break (U+{ord(m[0]):04X})")
+    return fid
+
 def _check_id_meta(i, fid, meta):
     if fid is not None:
-        if not isinstance(fid, str): raise TypeError(f"fact {i}: id must be a string, got {fid!r:.40} ({type(fid).__name__})")
-        try: fid.encode("utf-8")
-        except UnicodeEncodeError: raise ValueError(f"fact {i}: id is not valid Unicode (lone surrogate)") from None
-        if is_blank(fid): raise ValueError(f"fact {i}: id is blank")
-        if m := _ID_CONTROL.search(fid): raise ValueError(f"fact {i}: id holds a control character or line break (U+{ord(m[0]):04X})")
+        try: check_fact_id(fid)
+        except (TypeError, ValueError) as e: raise type(e)(f"fact {i}: {e}") from None
     if meta is not None and not isinstance(meta, dict): raise TypeError(f"fact {i}: meta must be an object (dict), got {type(meta).__name__}")
     if meta and _nesting(meta) > MAX_META_DEPTH: raise ValueError(f"fact {i}: meta is nested too deeply (more than {MAX_META_DEPTH} levels)")
     try: json.dumps(meta, allow_nan=False)

@@ -663,7 +663,7 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
             tg.start_soon(reader); tg.start_soon(writer)
             async with write: await server.run(read, write, server.create_initialization_options())
 
-# %% ../nbs/08b_server.ipynb #97806777
+# %% ../nbs/08b_server.ipynb #eb34e30e
 def embedder_spec(name:str|None, # --embedder, or None
                   path:Path, # the store file (may not exist yet)
                  )->tuple[str, dict]: # (name, kwargs) for `setree.embed.get_embedder`
@@ -698,6 +698,9 @@ def open_app(args)->MemoryServer:
         except ValueError as e: raise UsageError(str(e)) from None
     spec = embedder_spec(args.embedder, path)
     emb = get_embedder(spec[0], **spec[1])
+    if args.embedder is not None and path.is_file():
+        from setree.cli import _same_embedder
+        _same_embedder(path, emb)      # as on the command line: a change with another embedder would re-embed every fact
     emb.embed_query("warm up")        # load the model now, not in the first request
     summarizer = None
     if summ_kw is not None and args.passes == "thread":

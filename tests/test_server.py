@@ -315,6 +315,13 @@ def test_store_fixed_at_start_and_canonical(tmp_path):
     run(go)
     assert not list(tmp_path.rglob("escape.db")) and not (tmp_path / "abs.db").exists()
     assert str((tmp_path / "outside" / "kb.db").resolve()) in errlog.read_text(encoding="utf-8")
+    other = tmp_path / "h64.db"                                         # a store of another embedder: refused at start, as on the command line
+    from setree.maintain import KnowledgeBase
+    from setree.embed import get_embedder
+    with KnowledgeBase(other, embedder=get_embedder("hashing", dim=64)) as kb: kb.insert(["the user likes tea", "the user owns a kayak"]); kb.maintain()
+    p = subprocess.run([sys.executable, "-c", f"import sys; from setree.server import main; sys.exit(main(['--db', {str(other)!r}, '--embedder', 'hashing']))"],
+                       input=b"", capture_output=True, timeout=120)
+    assert p.returncode == 2 and b"holds vectors of hashing-v1:64, not hashing-v1:384" in p.stderr and b"Traceback" not in p.stderr, p.stderr
     for db in [str(tmp_path / "nope" / "kb.db"), "a\x00b.db"]:       # a missing directory; a NUL byte (only in-process: argv cannot hold one)
         code = f"import sys; from setree.server import main; sys.exit(main(['--db', {db!r}, '--embedder', 'hashing']))"
         p = subprocess.run([sys.executable, "-c", code], input=b"", capture_output=True, timeout=120)
