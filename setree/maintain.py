@@ -481,7 +481,7 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #eb41c7ed
+# %% ../nbs/07b_maintain.ipynb #c62e8757
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
@@ -498,6 +498,7 @@ class _Members:
     est: np.ndarray    # (m,) int64 estimated tokens (as in `setree.cluster.cluster_hierarchy`)
     level: np.ndarray  # (m,) int64 tree level of each member
     E: np.ndarray = None  # (N, d) float32 the fact embeddings (level 0 only)
+    rows: object = None   # level 0: the `_Rows` buffer `C` is a view of (the next pass appends its new facts' centroids there)
 
 class _Sums:
     "Leaf sums S_v of members, looked up when needed: a fact's embedding, a committed node's `leaf_sum`, or a sum this pass computed."
@@ -587,7 +588,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #979c5c28
+# %% ../nbs/07b_maintain.ipynb #747d3fb1
 def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray):
     "`dst[where] = src[idx]` (`where` bool, `idx` positions); one slice copy when both are a single run (a pass that only inserts)."
     w = np.flatnonzero(where)
@@ -611,11 +612,30 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
         E[ch], tr[ch] = embedder.embed_with_flags(texts); tok[ch] = count_tokens(texts)
     keys = plan.keys.copy(); new = keys < 0
     keys[new] = next_key + np.arange(int(new.sum())); next_key += int(new.sum())
-    C = np.empty((N, E.shape[1]), np.float32)   # centroids exactly as the build computes them; a kept fact's is the committed one
     lv0 = base.levels[0]; j = _align(np.asarray(lv0.members, np.int64), pos[keep])
     if (j < 0).any(): keep[np.flatnonzero(keep)[j < 0]] = False; j = j[j >= 0]
-    _copy_rows(C, keep, np.asarray(lv0.centroids), j); redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
-    return _Members(keys, C, tok, np.zeros(N, np.int64), E), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
+    C, rows = _grown(getattr(lv0, "_rows", None), np.asarray(lv0.centroids), keep, j, N)   # centroids exactly as the build computes them; a kept fact's is the committed one
+    redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
+    return _Members(keys, C, tok, np.zeros(N, np.int64), E, rows), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
+
+class _Rows:
+    "A buffer of rows with room to grow: trees hold views `buf[:n]` of it; the rows past `used` (the longest view handed out) are free."
+    def __init__(self, buf:np.ndarray, used:int): self.buf, self.used = buf, used
+
+def _grown(rows:_Rows|None, # the buffer `old` is a view of, if any
+           old:np.ndarray, # (n_old, d) the committed rows (read only: a committed tree holds them)
+           keep:np.ndarray, # (N,) bool: the new rows that are committed ones ...
+           j:np.ndarray, # ... and their positions in `old`
+           N:int)->tuple[np.ndarray, _Rows]: # ((N, d) rows to fill where not `keep`, the buffer they are a view of)
+    """The new rows as the committed buffer's next view when the committed rows stay in place and only rows are appended (a pass that
+    only inserts: no copy, the committed tree's view is unchanged); else a new buffer with room to grow, the kept rows copied in."""
+    n = len(old); k = np.flatnonzero(keep)
+    if (rows is not None and rows.used == n and len(rows.buf) >= N and n <= N and old.base is rows.buf
+            and old.ctypes.data == rows.buf.ctypes.data and old.strides == rows.buf.strides and len(k) == n and (k == np.arange(n)).all() and (j == k).all()):
+        rows.used = N; return rows.buf[:N], rows
+    buf = np.empty((N + N // 8 + 1024, old.shape[1]), old.dtype)   # the spare rows cost no memory until written
+    C = buf[:N]; _copy_rows(C, keep, old, j)
+    return C, _Rows(buf, N)
 
 # %% ../nbs/07b_maintain.ipynb #c86a0d81
 @dataclass
@@ -946,7 +966,7 @@ def update_line_tokens(tree:Tree, # the pass's new tree
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #72b8921b
+# %% ../nbs/07b_maintain.ipynb #fc0a71be
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -954,6 +974,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
                     )->tuple[Tree, np.ndarray, np.ndarray]: # the new tree (row keys attached), nodes summarized, nodes whose row may differ
     "The maintenance pass proper (see the steps above)."
     from setree.build import summarize_tree
+    from setree.fidelity import compute_order
     from setree.store import _align
     facts, tr, fchg, st, next_key = grow_levels(base, plan, embedder, config, next_key)
     tree, needs, kept = assemble(base, plan, facts, tr, st, embedder.identity, config)
@@ -966,16 +987,19 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
     tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
     bg = tree._phrase_stats = carry_phrase_stats(base, plan, copy=int(needs.sum()) > PHRASE_COPY_NODES)
-    summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg)
+    if M > 1 and not (tree.parent[:-1] > np.arange(M - 1)).all(): raise RuntimeError("maintenance pass built a broken structure (a parent numbered below its child)")
+    compute_order(tree, check=False)   # parents above children: the order is well defined; the whole layout is checked when the pass commits
+    summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg, order=False)
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
         cs = np.bincount(tree.parent[tree.parent >= 0], weights=tree.tokens[tree.parent >= 0], minlength=M)
         bad = np.flatnonzero((tree.tokens > cs) & (np.arange(M) >= N))
         if not len(bad): break
-        needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad, background=bg)
+        needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad, background=bg, order=False)
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
     update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     update_line_tokens(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     tree.levels, tree._member_redo = _levels_in_numbers(st, base, tree._keys)
+    if tree.levels and tree.levels[0].centroids is facts.C: tree.levels[0]._rows = facts.rows   # (the level-0 centroids: a view of that buffer)
     tree._touched, tree._next_key, tree._norms, tree._ids, tree._graft = st.touched, next_key, plan.norms, plan.ids, st.graft
     return tree, needs, dirty | needs | (ob < 0)
 

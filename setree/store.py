@@ -446,7 +446,7 @@ def save(self:Store, tree:Tree, # the tree to store; replaces whatever the store
     self._txn(write, write=True)
     tree._keys = K
 
-# %% ../nbs/07_store.ipynb #a6409ea5
+# %% ../nbs/07_store.ipynb #c8e49c35
 def empty_tree(embedder_id:str="", # identity to record
                config:dict|None=None, # config to record
               )->Tree:
@@ -461,8 +461,10 @@ def _children_of(parent:np.ndarray)->list:
     "children[v] = the nodes whose parent is v, ascending (the tree order of a build)."
     M = len(parent); kids = np.flatnonzero(parent >= 0)
     kids = kids[np.argsort(parent[kids], kind="stable")]
-    bounds = np.r_[0, np.cumsum(np.bincount(parent[kids], minlength=M))].tolist()
-    return [kids[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    cnt = np.bincount(parent[kids], minlength=M); bounds = np.r_[0, np.cumsum(cnt)]
+    out = [kids[:0]] * M   # the nodes without children (every fact) share one empty array; the others get their slice
+    for v, a, b in zip(*(x.tolist() for x in (np.flatnonzero(cnt), bounds[:-1][cnt > 0], bounds[1:][cnt > 0]))): out[v] = kids[a:b]
+    return out
 
 def _quotes_from_rows(blobs:list, K:np.ndarray)->list:
     "Quote blobs (int64 keys; None: the node quotes itself, a fact) -> node numbers, one array per node."
