@@ -12,13 +12,15 @@ from .core import Tree, check_tree
 __all__ = ['check_layout', 'height_frontiers', 'compute_fidelity', 'leaf_mean', 'fidelity_vector', 'gap_vector', 'compute_order',
            'compute_projections', 'finalize']
 
-# %% ../nbs/04_fidelity.ipynb #9d84d44c
+# %% ../nbs/04_fidelity.ipynb #3fda7bef
 def _children_csr(tree:Tree):
     "Children as CSR: `ptr` (M+1,) and `kids` (M-1,), so children[p] = kids[ptr[p]:ptr[p+1]]."
+    from setree.core import joined_children
     M = tree.n_nodes
-    kids = np.concatenate(tree.children).astype(np.int64, copy=False) if M else np.zeros(0, np.int64)
+    lens, kids = joined_children(tree.children)
+    if kids is None: kids = np.concatenate(tree.children).astype(np.int64, copy=False)
     ptr = np.zeros(M + 1, np.int64)
-    ptr[1:] = np.cumsum(np.fromiter(map(len, tree.children), np.int64, M))
+    ptr[1:] = np.cumsum(lens)
     return ptr, kids
 
 def check_layout(tree:Tree # a tree with `parent`, `children` (and `emb`) filled

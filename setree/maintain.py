@@ -511,22 +511,29 @@ class _Sums:
             out[i] = self.new[k] if k in self.new else self.facts.E[f[i]] if f[i] >= 0 else self.base.leaf_sum[b[i]]
         return out
 
-# %% ../nbs/07b_maintain.ipynb #b647e76d
+# %% ../nbs/07b_maintain.ipynb #eb31dc89
+class _Level(dict):
+    "A clustering level in row keys; its neighbour lists as keys (`knn`) are computed when first asked for (a pass mostly needs their positions, `idx`)."
+    def __missing__(self, name):
+        if name != "knn": raise KeyError(name)
+        idx, keys = self["idx"], self["keys"]
+        v = self["knn"] = np.where(idx >= 0, keys[np.maximum(idx, 0)], -1) if len(keys) else idx
+        return v
+
 def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
     "Clustering level `l` of the committed tree, in row keys."
     lv = base.levels[l]; mem = np.asarray(lv.members, np.int64); idx = np.asarray(lv.knn_idx, np.int64)
     par = np.asarray(lv.parents, np.int64)
-    return dict(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
-                knn=np.where(idx >= 0, Kb[mem[np.maximum(idx, 0)]], -1) if len(mem) else idx, idx=idx,
-                parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1))
+    return _Level(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
+                  idx=idx, parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1))
 
-# %% ../nbs/07b_maintain.ipynb #9e0d9529
+# %% ../nbs/07b_maintain.ipynb #50515e1a
 def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The level's exact kNN lists after a change, recomputing only the rows that can differ: changed members, members that
     listed a changed or removed member, and members a changed member now beats. Returns (knn positions, similarities, recomputed rows)."""
     from setree.cluster import knn
     n = len(m.keys); k = max(0, min(k_max, n - 1))
-    if k != old["knn"].shape[1] or not (pos >= 0).any(): idx, sim = knn(m.C, k); return idx, sim, np.arange(n)
+    if k != (old["idx"] if old.get("idx") is not None else old["knn"]).shape[1] or not (pos >= 0).any(): idx, sim = knn(m.C, k); return idx, sim, np.arange(n)
     idx, sim = np.zeros((n, k), np.int64), np.zeros((n, k), np.float32)
     have, n_old = pos >= 0, len(old["keys"])
     if old.get("idx") is not None and n_old <= n and (pos[:n_old] == np.arange(n_old)).all():   # the committed members in place (only new ones appended): their lists as they are
@@ -637,13 +644,13 @@ def _grown(rows:_Rows|None, # the buffer `old` is a view of, if any
     C = buf[:N]; _copy_rows(C, keep, old, j)
     return C, _Rows(buf, N)
 
-# %% ../nbs/07b_maintain.ipynb #c86a0d81
+# %% ../nbs/07b_maintain.ipynb #288c7050
 @dataclass
 class _Grow:
     "What the levels of a pass decided, in row keys."
     parent_of: dict = field(default_factory=dict)  # member key -> parent key (-1: the root)
     nodes: dict = field(default_factory=dict)      # internal node key -> (tree level, summary may be kept)
-    levels: list = field(default_factory=list)     # per clustering level: dict(keys, C, parents, community, knn, knn_sim)
+    levels: list = field(default_factory=list)     # per clustering level: dict(keys, C, parents, community, knn_sim, and the neighbours as positions `idx` or as keys `knn`)
     clean: int = -1                                # first clean level (the committed tree is reused from there up); -1: none
     touched: int = 0                               # levels processed
     graft: int = -1                                # the level from which the top was clustered again as a build does; -1: none
@@ -675,7 +682,7 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #1412e367
+# %% ../nbs/07b_maintain.ipynb #37bec769
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
                keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
               ):
@@ -725,7 +732,7 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     st.parent_of.update(zip(m.keys[grouped].tolist(), par[grouped].tolist()))
     redo = chg.copy(); redo[rk] = True   # rows whose centroid or neighbour list may differ from the committed ones
     st.levels.append(dict(keys=m.keys, C=m.C, parents=par, community=comm,
-                          knn=np.where(idx >= 0, m.keys[np.maximum(idx, 0)], -1), knn_sim=sim, redo=m.keys[redo]))
+                          idx=idx, knn_sim=sim, redo=m.keys[redo]))   # (neighbours as positions among `keys`)
     return (u, inv, o, b, pk, same), next_key
 
 # %% ../nbs/07b_maintain.ipynb #b67decf1
@@ -861,7 +868,7 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
                 if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
     return t, needs, kept
 
-# %% ../nbs/07b_maintain.ipynb #aa589eea
+# %% ../nbs/07b_maintain.ipynb #c5dd4317
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
     "The clustering state of the new tree (node numbers, members in ascending order): the levels the pass decided, then the committed ones above a clean level."
     from setree.store import _align, _canonical_level
@@ -870,8 +877,9 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
     if st.clean >= 0: lvls += [{**_old_level(base, Kb, l), "redo": np.zeros(0, np.int64)} for l in range(st.clean, len(base.levels))]
     out = []
     for d in lvls:
-        mem = _align(K, d["keys"]); knn = d["knn"]
-        pos = np.where(knn >= 0, _align(d["keys"], knn.ravel()).reshape(knn.shape), -1) if knn.size else knn.astype(np.int64)
+        mem = _align(K, d["keys"])
+        if d.get("idx") is not None: pos = d["idx"]   # neighbours as positions among the level's members already (row keys are unique)
+        else: knn = d["knn"]; pos = np.where(knn >= 0, _align(d["keys"], knn.ravel()).reshape(knn.shape), -1) if knn.size else knn.astype(np.int64)
         par = np.where(d["parents"] >= 0, _align(K, d["parents"]), -1)
         out.append(_canonical_level(ClusterLevel(members=mem, centroids=np.asarray(d["C"], np.float32), parents=par,
                                                  community=np.asarray(d["community"], np.int64), knn_idx=pos.astype(np.int64),
