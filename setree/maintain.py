@@ -511,7 +511,7 @@ class _Sums:
             out[i] = self.new[k] if k in self.new else self.facts.E[f[i]] if f[i] >= 0 else self.base.leaf_sum[b[i]]
         return out
 
-# %% ../nbs/07b_maintain.ipynb #eb31dc89
+# %% ../nbs/07b_maintain.ipynb #f84acf49
 class _Level(dict):
     "A clustering level in row keys; its neighbour lists as keys (`knn`) are computed when first asked for (a pass mostly needs their positions, `idx`)."
     def __missing__(self, name):
@@ -525,7 +525,7 @@ def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
     lv = base.levels[l]; mem = np.asarray(lv.members, np.int64); idx = np.asarray(lv.knn_idx, np.int64)
     par = np.asarray(lv.parents, np.int64)
     return _Level(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
-                  idx=idx, parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1))
+                  idx=idx, parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1), deg=getattr(lv, "_deg", None))
 
 # %% ../nbs/07b_maintain.ipynb #50515e1a
 def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -555,7 +555,7 @@ def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
     return _align(keys, q.ravel()).reshape(q.shape)
 
-# %% ../nbs/07b_maintain.ipynb #019d2633
+# %% ../nbs/07b_maintain.ipynb #e0295eaa
 def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     "The kNN graph induced on member positions `X` (sorted)."
     from setree.cluster import knn_graph
@@ -563,13 +563,30 @@ def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     sub = idx[X]; sub = np.where(sub >= 0, inv[np.maximum(sub, 0)], -1)
     return knn_graph(sub, sim[X])
 
-def _degrees(idx:np.ndarray, sim:np.ndarray)->np.ndarray:
+def _degrees(idx:np.ndarray, sim:np.ndarray,
+             rows:np.ndarray|None=None, # optional (n,) bool: only these members' degrees are exact (from the edges touching them); None: all
+            )->np.ndarray:
     "Weighted degree of every member in the level's symmetrized kNN graph (the weights `setree.cluster.knn_graph` gives)."
     import scipy.sparse as sp
     n = len(idx); r = np.repeat(np.arange(n), idx.shape[1]); c = idx.ravel(); w = sim.ravel().astype(np.float64)
     keep = (c >= 0) & (w > 0)
+    if rows is not None: keep &= rows[r] | rows[np.maximum(c, 0)]   # a member's row of the symmetrized graph: its own list, and the lists naming it
     A = sp.csr_matrix((w[keep], (r[keep], c[keep])), shape=(n, n))
     return np.asarray(A.maximum(A.T).sum(1)).ravel()
+
+def _level_degrees(idx:np.ndarray, sim:np.ndarray, old:dict, pos:np.ndarray, rk:np.ndarray)->np.ndarray:
+    """`_degrees(idx, sim)`, from the committed level's degrees (`old["deg"]`, kept in memory by the pass that computed them) when the
+    committed members kept their positions: only the members whose symmetrized row can differ are summed again — the rows `rk` whose
+    lists were recomputed and every member in their old or new lists — over the same edges in the same order, so bit for bit the same."""
+    od, oi = old.get("deg"), old.get("idx")
+    n_old = len(old["keys"])
+    if od is None or oi is None or len(od) != n_old or n_old > len(idx) or oi.shape != (n_old, idx.shape[1]) or not (pos[:n_old] == np.arange(n_old)).all():
+        return _degrees(idx, sim)
+    hit = np.zeros(len(idx), bool); hit[rk] = True; hit[n_old:] = True
+    nb = np.r_[oi[rk[rk < n_old]].ravel(), idx[rk].ravel()]; hit[nb[nb >= 0]] = True
+    deg = np.empty(len(idx)); deg[:n_old] = od
+    h = np.flatnonzero(hit); deg[h] = _degrees(idx, sim, rows=hit)[h]
+    return deg
 
 def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution:float, seed:int, mode:str=None,
             deg:np.ndarray|None=None, # `_degrees(idx, sim)` when the caller has it
@@ -682,7 +699,7 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #37bec769
+# %% ../nbs/07b_maintain.ipynb #10260380
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
                keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
               ):
@@ -701,7 +718,7 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
         X = np.arange(len(m.keys)); nb = np.where(idx >= 0, init[np.maximum(idx, 0)], -1)
         near_c = nb[np.arange(len(nb)), np.argmax(nb >= 0, 1)] if nb.shape[1] else np.full(len(nb), -1)
         lab = canonical(np.where(init >= 0, init, np.where(near_c >= 0, near_c, -1 - np.arange(len(X)))))
-    else: deg = _degrees(idx, sim); lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed, deg=deg)
+    else: deg = _level_degrees(idx, sim, old, pos, rk); lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed, deg=deg)
     tot, size = np.bincount(lab, m.est[X]), np.bincount(lab)
     if ((tot > config.window_tokens) & (size >= 2)).any():   # (the induced graph is built only when a community must be split)
         lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution,
@@ -732,7 +749,7 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     st.parent_of.update(zip(m.keys[grouped].tolist(), par[grouped].tolist()))
     redo = chg.copy(); redo[rk] = True   # rows whose centroid or neighbour list may differ from the committed ones
     st.levels.append(dict(keys=m.keys, C=m.C, parents=par, community=comm,
-                          idx=idx, knn_sim=sim, redo=m.keys[redo]))   # (neighbours as positions among `keys`)
+                          idx=idx, knn_sim=sim, redo=m.keys[redo], deg=None if keep else deg))   # (neighbours as positions among `keys`)
     return (u, inv, o, b, pk, same), next_key
 
 # %% ../nbs/07b_maintain.ipynb #b67decf1
@@ -868,7 +885,7 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
                 if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
     return t, needs, kept
 
-# %% ../nbs/07b_maintain.ipynb #c5dd4317
+# %% ../nbs/07b_maintain.ipynb #93b957aa
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
     "The clustering state of the new tree (node numbers, members in ascending order): the levels the pass decided, then the committed ones above a clean level."
     from setree.store import _align, _canonical_level
@@ -881,9 +898,10 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
         if d.get("idx") is not None: pos = d["idx"]   # neighbours as positions among the level's members already (row keys are unique)
         else: knn = d["knn"]; pos = np.where(knn >= 0, _align(d["keys"], knn.ravel()).reshape(knn.shape), -1) if knn.size else knn.astype(np.int64)
         par = np.where(d["parents"] >= 0, _align(K, d["parents"]), -1)
-        out.append(_canonical_level(ClusterLevel(members=mem, centroids=np.asarray(d["C"], np.float32), parents=par,
-                                                 community=np.asarray(d["community"], np.int64), knn_idx=pos.astype(np.int64),
-                                                 knn_sim=np.asarray(d["knn_sim"], np.float32))))
+        lv = ClusterLevel(members=mem, centroids=np.asarray(d["C"], np.float32), parents=par, community=np.asarray(d["community"], np.int64),
+                          knn_idx=pos.astype(np.int64), knn_sim=np.asarray(d["knn_sim"], np.float32))
+        if d.get("deg") is not None: lv._deg = d["deg"]   # the level's degrees, for the next pass (a level put in node order is a new object without them)
+        out.append(_canonical_level(lv))
     return out, [d.get("redo") for d in lvls]
 
 # %% ../nbs/07b_maintain.ipynb #d1194563
