@@ -79,20 +79,22 @@ def main():
             with Store(work, readonly=True) as s: s.load()
             loads.append(time.perf_counter() - t0)
         kb = KnowledgeBase(work, embedder=E); kb.tree(); inner.embed_query("warm up")
-        walls, calls, rows = [], [], []
+        walls, cpus, calls, rows = [], [], [], []
         for i in range(a.reps):
             if i == 1: T.clear()   # (the first pass is left out, as below)
             texts = [x for x in lines[60000 + i * a.batch:60000 + (i + 1) * a.batch] if x.strip()]   # beyond the stored facts
-            t0 = time.perf_counter(); kb.insert(texts); r = kb.maintain(); inner.embed_query(texts[0]); walls.append(time.perf_counter() - t0)
+            c0, t0 = time.process_time(), time.perf_counter(); kb.insert(texts); r = kb.maintain(); inner.embed_query(texts[0])
+            walls.append(time.perf_counter() - t0); cpus.append(time.process_time() - c0)
             if r["error"] or r["full_rebuild"]: raise SystemExit(f"pass {i} failed or rebuilt: {r}")
             calls.append(r["summarizer_calls"]); rows.append(r["rows"])
         t = kb.tree(); kb.close()
         t0 = time.perf_counter()
         with Store(work, readonly=True) as s: s.load()
         loads.append(time.perf_counter() - t0)
-        w = walls[1:] or walls   # the first pass also fills caches (the facts' normalized texts)
+        w, c = walls[1:] or walls, cpus[1:] or cpus   # the first pass also fills caches (the facts' normalized texts)
         print(json.dumps(dict(label=a.label, n=a.n, reps=a.reps, batch=a.batch, p50_s=float(np.percentile(w, 50)), p95_s=float(np.percentile(w, 95)),
-                              walls=[round(x, 4) for x in walls], calls=calls, rows=rows, load_s=[round(x, 3) for x in loads],
+                              cpu_p50_s=float(np.percentile(c, 50)), cpu_p95_s=float(np.percentile(c, 95)),   # CPU seconds of this process (all its threads)
+                              walls=[round(x, 4) for x in walls], cpus=[round(x, 4) for x in cpus], calls=calls, rows=rows, load_s=[round(x, 3) for x in loads],
                               build_s=build_s, **shape(t), setree=setree.__file__,
                               sections={k: round(v / len(w), 4) for k, v in sorted(T.items(), key=lambda x: -x[1])} if a.sections else None)))
     finally:

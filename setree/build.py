@@ -256,7 +256,7 @@ def _apply(tree:Tree, nodes, summaries, embedder):
     for v in single: tree.emb[v] = tree.emb[tree.quotes[v][0]]
     if rest: tree.emb[rest] = embedder.embed([tree.texts[v] for v in rest])
 
-# %% ../nbs/05_build.ipynb #f29235b6
+# %% ../nbs/05_build.ipynb #62c02a8e
 def _offsets(tree:Tree, nodes, mu, epsilon):
     "Children whose angle to the parent summary, arccos <s_p, mu_c>, exceeds epsilon (radians): {node: [child index, ...]}."
     out = {}
@@ -273,10 +273,11 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
                    progress:Progress|None=None, # counts finished summaries (see `Progress`)
                    only=None, # node numbers to (re)summarize, e.g. the changed parents of a maintenance pass; None: every internal node
                    background=None, # the facts' phrase statistics (`setree.summarize.term_stats` of tree.texts[:N]) when the caller has them; None: counted here
+                   order:bool=True, # compute the depth-first order (checking the layout) first; False: the caller has computed it for this structure
                   )->Tree:
     "The deferred summarization pass: bottom-up, a level at a time; fills texts, tokens, quotes, summarizer and emb of internal nodes."
     from setree.fidelity import compute_order
-    compute_order(tree)
+    if order: compute_order(tree)
     N, E = tree.n_facts, tree.emb[:tree.n_facts]
     keep = None if only is None else {int(v) for v in only}
     mu = node_centroids(tree, E) if keep is None else _some_centroids(tree, E, keep)

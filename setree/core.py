@@ -14,7 +14,7 @@ import numpy as np
 # %% auto #0
 __all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
            'check_fact_id', 'as_facts', 'default_vocab_path', 'wordpiece_tokenizer', 'token_costs', 'encoding_tokens',
-           'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'check_tree']
+           'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -284,13 +284,32 @@ def _check_links(parent, children, N:int)->int:
     if v is not None: raise InvalidTree(f"node {v} has parent {parent[v]}, which is a fact")
     return M
 
-# %% ../nbs/00_core.ipynb #a95ebed4
+# %% ../nbs/00_core.ipynb #db6ce76c
+class _ChildLists(list):
+    """Children lists that are consecutive slices of one flat int64 array, kept with it (`setree.store` builds the children of a
+    stored or maintained tree this way): `joined_children` then costs one identity check per node instead of joining 50,000 arrays.
+    Replacing an entry (any list mutation) is noticed by that check; writing into an entry's values also changes the flat array (a view)."""
+    def __init__(self, parts:list, flat:np.ndarray, lens:np.ndarray):
+        super().__init__(parts); self._snap, self._flat, self._lens = tuple(parts), flat, lens
+    def __reduce_ex__(self, protocol): return (list, (list(self),))   # a copy (copy, deepcopy, pickle) is a plain list: its arrays are no longer views of `_flat`
+
+def joined_children(children:list # one integer array (or list) per node
+                   )->tuple[np.ndarray, np.ndarray|None]: # ((M,) int64 lengths, the lists end to end as int64; None when they are not flat integer arrays)
+    "The children lists' lengths and their concatenation, kept from when they were built when they are unchanged since (`_ChildLists`)."
+    import operator
+    snap = getattr(children, "_snap", None)
+    if snap is not None and len(snap) == len(children) and all(map(operator.is_, children, snap)): return children._lens, children._flat
+    lens = np.fromiter(map(len, children), np.int64, len(children))
+    try: kids = np.concatenate(children).astype(np.int64, copy=False) if len(children) else np.zeros(0, np.int64)   # one step for flat integer arrays
+    except (ValueError, TypeError): return lens, None
+    return lens, kids if kids.ndim == 1 and (not kids.size or kids.dtype.kind in "iu") else None
+
 def _check_children(parent, children, N:int, M:int):
     "Every non-root node is listed once, among its parent's children; facts have none; internal nodes at least one."
-    nkids = np.fromiter(map(len, children), np.int64, M)
+    nkids, kids = joined_children(children)
     if (v := _first(nkids[:N] > 0)) is not None: raise InvalidTree(f"fact {v} has children")
     if (v := _first(nkids[N:] == 0)) is not None: raise InvalidTree(f"internal node {N + v} has no children")
-    kids = np.concatenate([np.asarray(c, np.int64) for c in children])
+    if kids is None: kids = np.concatenate([np.asarray(c, np.int64) for c in children])
     if kids.size != M - 1 or ((kids < 0) | (kids >= M)).any(): raise InvalidTree(f"children list {kids.size} entries, expected each of the {M-1} non-root nodes once")
     owner = np.repeat(np.arange(M), nkids)
     if (j := _first(np.asarray(parent)[kids] != owner)) is not None:

@@ -12,13 +12,15 @@ from .core import Tree, check_tree
 __all__ = ['check_layout', 'height_frontiers', 'compute_fidelity', 'leaf_mean', 'fidelity_vector', 'gap_vector', 'compute_order',
            'compute_projections', 'finalize']
 
-# %% ../nbs/04_fidelity.ipynb #9d84d44c
+# %% ../nbs/04_fidelity.ipynb #3fda7bef
 def _children_csr(tree:Tree):
     "Children as CSR: `ptr` (M+1,) and `kids` (M-1,), so children[p] = kids[ptr[p]:ptr[p+1]]."
+    from setree.core import joined_children
     M = tree.n_nodes
-    kids = np.concatenate(tree.children).astype(np.int64, copy=False) if M else np.zeros(0, np.int64)
+    lens, kids = joined_children(tree.children)
+    if kids is None: kids = np.concatenate(tree.children).astype(np.int64, copy=False)
     ptr = np.zeros(M + 1, np.int64)
-    ptr[1:] = np.cumsum(np.fromiter(map(len, tree.children), np.int64, M))
+    ptr[1:] = np.cumsum(lens)
     return ptr, kids
 
 def check_layout(tree:Tree # a tree with `parent`, `children` (and `emb`) filled
@@ -138,7 +140,7 @@ def gap_vector(tree:Tree, # a tree after `compute_fidelity`
     if bad.any(): raise ValueError(f"node {c[bad].reshape(-1)[0]} is not a child of node {p[bad].reshape(-1)[0]}")
     return _tangent(leaf_mean(tree, c), np.asarray(tree.emb, np.float64)[p])
 
-# %% ../nbs/04_fidelity.ipynb #3ba3aade
+# %% ../nbs/04_fidelity.ipynb #2df95628
 def _gather_children(ptr:np.ndarray, kids:np.ndarray, nodes:np.ndarray)->np.ndarray:
     "All children of `nodes`, concatenated in node order then children order."
     lens = ptr[nodes + 1] - ptr[nodes]
@@ -152,11 +154,12 @@ def _leaf_counts(tree:Tree)->np.ndarray:
     for nodes in height_frontiers(tree): _sum_into_parents(np.asarray(tree.parent, np.int64), nodes, n)
     return n
 
-def compute_order(tree:Tree # a tree with a valid layout; `count` is used when present, else recomputed
+def compute_order(tree:Tree, # a tree with a valid layout; `count` is used when present, else recomputed
+                  check:bool=True, # check the layout first (`setree.core.check_tree`); False: the caller checks it before the order is used
                  )->Tree: # the same tree, with `order` (N,), `start`, `stop`, `depth` (M,) int64 filled
     """Depth-first order of the facts following `children` order: node v's facts are `order[start[v]:stop[v]]`, its children's
     slices are consecutive in children order; `depth[v]` = edges from the root (root 0). Raises `ValueError` for a broken layout."""
-    N, M = check_tree(tree, built=False)
+    N, M = check_tree(tree, built=False) if check else (tree.n_facts, tree.n_nodes)
     start, depth = np.zeros(M, np.int64), np.zeros(M, np.int64)
     if M:
         n = _leaf_counts(tree)

@@ -487,7 +487,7 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #eb41c7ed
+# %% ../nbs/07b_maintain.ipynb #c62e8757
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
@@ -504,6 +504,7 @@ class _Members:
     est: np.ndarray    # (m,) int64 estimated tokens (as in `setree.cluster.cluster_hierarchy`)
     level: np.ndarray  # (m,) int64 tree level of each member
     E: np.ndarray = None  # (N, d) float32 the fact embeddings (level 0 only)
+    rows: object = None   # level 0: the `_Rows` buffer `C` is a view of (the next pass appends its new facts' centroids there)
 
 class _Sums:
     "Leaf sums S_v of members, looked up when needed: a fact's embedding, a committed node's `leaf_sum`, or a sum this pass computed."
@@ -516,22 +517,29 @@ class _Sums:
             out[i] = self.new[k] if k in self.new else self.facts.E[f[i]] if f[i] >= 0 else self.base.leaf_sum[b[i]]
         return out
 
-# %% ../nbs/07b_maintain.ipynb #b647e76d
+# %% ../nbs/07b_maintain.ipynb #f84acf49
+class _Level(dict):
+    "A clustering level in row keys; its neighbour lists as keys (`knn`) are computed when first asked for (a pass mostly needs their positions, `idx`)."
+    def __missing__(self, name):
+        if name != "knn": raise KeyError(name)
+        idx, keys = self["idx"], self["keys"]
+        v = self["knn"] = np.where(idx >= 0, keys[np.maximum(idx, 0)], -1) if len(keys) else idx
+        return v
+
 def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
     "Clustering level `l` of the committed tree, in row keys."
     lv = base.levels[l]; mem = np.asarray(lv.members, np.int64); idx = np.asarray(lv.knn_idx, np.int64)
     par = np.asarray(lv.parents, np.int64)
-    return dict(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
-                knn=np.where(idx >= 0, Kb[mem[np.maximum(idx, 0)]], -1) if len(mem) else idx, idx=idx,
-                parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1))
+    return _Level(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
+                  idx=idx, parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1), deg=getattr(lv, "_deg", None))
 
-# %% ../nbs/07b_maintain.ipynb #9e0d9529
+# %% ../nbs/07b_maintain.ipynb #50515e1a
 def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The level's exact kNN lists after a change, recomputing only the rows that can differ: changed members, members that
     listed a changed or removed member, and members a changed member now beats. Returns (knn positions, similarities, recomputed rows)."""
     from setree.cluster import knn
     n = len(m.keys); k = max(0, min(k_max, n - 1))
-    if k != old["knn"].shape[1] or not (pos >= 0).any(): idx, sim = knn(m.C, k); return idx, sim, np.arange(n)
+    if k != (old["idx"] if old.get("idx") is not None else old["knn"]).shape[1] or not (pos >= 0).any(): idx, sim = knn(m.C, k); return idx, sim, np.arange(n)
     idx, sim = np.zeros((n, k), np.int64), np.zeros((n, k), np.float32)
     have, n_old = pos >= 0, len(old["keys"])
     if old.get("idx") is not None and n_old <= n and (pos[:n_old] == np.arange(n_old)).all():   # the committed members in place (only new ones appended): their lists as they are
@@ -553,7 +561,7 @@ def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
     return _align(keys, q.ravel()).reshape(q.shape)
 
-# %% ../nbs/07b_maintain.ipynb #019d2633
+# %% ../nbs/07b_maintain.ipynb #e0295eaa
 def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     "The kNN graph induced on member positions `X` (sorted)."
     from setree.cluster import knn_graph
@@ -561,13 +569,30 @@ def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     sub = idx[X]; sub = np.where(sub >= 0, inv[np.maximum(sub, 0)], -1)
     return knn_graph(sub, sim[X])
 
-def _degrees(idx:np.ndarray, sim:np.ndarray)->np.ndarray:
+def _degrees(idx:np.ndarray, sim:np.ndarray,
+             rows:np.ndarray|None=None, # optional (n,) bool: only these members' degrees are exact (from the edges touching them); None: all
+            )->np.ndarray:
     "Weighted degree of every member in the level's symmetrized kNN graph (the weights `setree.cluster.knn_graph` gives)."
     import scipy.sparse as sp
     n = len(idx); r = np.repeat(np.arange(n), idx.shape[1]); c = idx.ravel(); w = sim.ravel().astype(np.float64)
     keep = (c >= 0) & (w > 0)
+    if rows is not None: keep &= rows[r] | rows[np.maximum(c, 0)]   # a member's row of the symmetrized graph: its own list, and the lists naming it
     A = sp.csr_matrix((w[keep], (r[keep], c[keep])), shape=(n, n))
     return np.asarray(A.maximum(A.T).sum(1)).ravel()
+
+def _level_degrees(idx:np.ndarray, sim:np.ndarray, old:dict, pos:np.ndarray, rk:np.ndarray)->np.ndarray:
+    """`_degrees(idx, sim)`, from the committed level's degrees (`old["deg"]`, kept in memory by the pass that computed them) when the
+    committed members kept their positions: only the members whose symmetrized row can differ are summed again — the rows `rk` whose
+    lists were recomputed and every member in their old or new lists — over the same edges in the same order, so bit for bit the same."""
+    od, oi = old.get("deg"), old.get("idx")
+    n_old = len(old["keys"])
+    if od is None or oi is None or len(od) != n_old or n_old > len(idx) or oi.shape != (n_old, idx.shape[1]) or not (pos[:n_old] == np.arange(n_old)).all():
+        return _degrees(idx, sim)
+    hit = np.zeros(len(idx), bool); hit[rk] = True; hit[n_old:] = True
+    nb = np.r_[oi[rk[rk < n_old]].ravel(), idx[rk].ravel()]; hit[nb[nb >= 0]] = True
+    deg = np.empty(len(idx)); deg[:n_old] = od
+    h = np.flatnonzero(hit); deg[h] = _degrees(idx, sim, rows=hit)[h]
+    return deg
 
 def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution:float, seed:int, mode:str=None,
             deg:np.ndarray|None=None, # `_degrees(idx, sim)` when the caller has it
@@ -593,7 +618,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #979c5c28
+# %% ../nbs/07b_maintain.ipynb #747d3fb1
 def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray):
     "`dst[where] = src[idx]` (`where` bool, `idx` positions); one slice copy when both are a single run (a pass that only inserts)."
     w = np.flatnonzero(where)
@@ -617,19 +642,38 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
         E[ch], tr[ch] = embedder.embed_with_flags(texts); tok[ch] = count_tokens(texts)
     keys = plan.keys.copy(); new = keys < 0
     keys[new] = next_key + np.arange(int(new.sum())); next_key += int(new.sum())
-    C = np.empty((N, E.shape[1]), np.float32)   # centroids exactly as the build computes them; a kept fact's is the committed one
     lv0 = base.levels[0]; j = _align(np.asarray(lv0.members, np.int64), pos[keep])
     if (j < 0).any(): keep[np.flatnonzero(keep)[j < 0]] = False; j = j[j >= 0]
-    _copy_rows(C, keep, np.asarray(lv0.centroids), j); redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
-    return _Members(keys, C, tok, np.zeros(N, np.int64), E), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
+    C, rows = _grown(getattr(lv0, "_rows", None), np.asarray(lv0.centroids), keep, j, N)   # centroids exactly as the build computes them; a kept fact's is the committed one
+    redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
+    return _Members(keys, C, tok, np.zeros(N, np.int64), E, rows), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
 
-# %% ../nbs/07b_maintain.ipynb #c86a0d81
+class _Rows:
+    "A buffer of rows with room to grow: trees hold views `buf[:n]` of it; the rows past `used` (the longest view handed out) are free."
+    def __init__(self, buf:np.ndarray, used:int): self.buf, self.used = buf, used
+
+def _grown(rows:_Rows|None, # the buffer `old` is a view of, if any
+           old:np.ndarray, # (n_old, d) the committed rows (read only: a committed tree holds them)
+           keep:np.ndarray, # (N,) bool: the new rows that are committed ones ...
+           j:np.ndarray, # ... and their positions in `old`
+           N:int)->tuple[np.ndarray, _Rows]: # ((N, d) rows to fill where not `keep`, the buffer they are a view of)
+    """The new rows as the committed buffer's next view when the committed rows stay in place and only rows are appended (a pass that
+    only inserts: no copy, the committed tree's view is unchanged); else a new buffer with room to grow, the kept rows copied in."""
+    n = len(old); k = np.flatnonzero(keep)
+    if (rows is not None and rows.used == n and len(rows.buf) >= N and n <= N and old.base is rows.buf
+            and old.ctypes.data == rows.buf.ctypes.data and old.strides == rows.buf.strides and len(k) == n and (k == np.arange(n)).all() and (j == k).all()):
+        rows.used = N; return rows.buf[:N], rows
+    buf = np.empty((N + N // 8 + 1024, old.shape[1]), old.dtype)   # the spare rows cost no memory until written
+    C = buf[:N]; _copy_rows(C, keep, old, j)
+    return C, _Rows(buf, N)
+
+# %% ../nbs/07b_maintain.ipynb #288c7050
 @dataclass
 class _Grow:
     "What the levels of a pass decided, in row keys."
     parent_of: dict = field(default_factory=dict)  # member key -> parent key (-1: the root)
     nodes: dict = field(default_factory=dict)      # internal node key -> (tree level, summary may be kept)
-    levels: list = field(default_factory=list)     # per clustering level: dict(keys, C, parents, community, knn, knn_sim)
+    levels: list = field(default_factory=list)     # per clustering level: dict(keys, C, parents, community, knn_sim, and the neighbours as positions `idx` or as keys `knn`)
     clean: int = -1                                # first clean level (the committed tree is reused from there up); -1: none
     touched: int = 0                               # levels processed
     graft: int = -1                                # the level from which the top was clustered again as a build does; -1: none
@@ -661,7 +705,7 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #1412e367
+# %% ../nbs/07b_maintain.ipynb #10260380
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
                keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
               ):
@@ -680,7 +724,7 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
         X = np.arange(len(m.keys)); nb = np.where(idx >= 0, init[np.maximum(idx, 0)], -1)
         near_c = nb[np.arange(len(nb)), np.argmax(nb >= 0, 1)] if nb.shape[1] else np.full(len(nb), -1)
         lab = canonical(np.where(init >= 0, init, np.where(near_c >= 0, near_c, -1 - np.arange(len(X)))))
-    else: deg = _degrees(idx, sim); lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed, deg=deg)
+    else: deg = _level_degrees(idx, sim, old, pos, rk); lab = relabel(idx, sim, X, free, init[X], config.resolution, config.seed, deg=deg)
     tot, size = np.bincount(lab, m.est[X]), np.bincount(lab)
     if ((tot > config.window_tokens) & (size >= 2)).any():   # (the induced graph is built only when a community must be split)
         lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution,
@@ -711,7 +755,7 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
     st.parent_of.update(zip(m.keys[grouped].tolist(), par[grouped].tolist()))
     redo = chg.copy(); redo[rk] = True   # rows whose centroid or neighbour list may differ from the committed ones
     st.levels.append(dict(keys=m.keys, C=m.C, parents=par, community=comm,
-                          knn=np.where(idx >= 0, m.keys[np.maximum(idx, 0)], -1), knn_sim=sim, redo=m.keys[redo]))
+                          idx=idx, knn_sim=sim, redo=m.keys[redo], deg=None if keep else deg))   # (neighbours as positions among `keys`)
     return (u, inv, o, b, pk, same), next_key
 
 # %% ../nbs/07b_maintain.ipynb #b67decf1
@@ -847,7 +891,7 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
                 if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
     return t, needs, kept
 
-# %% ../nbs/07b_maintain.ipynb #aa589eea
+# %% ../nbs/07b_maintain.ipynb #93b957aa
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
     "The clustering state of the new tree (node numbers, members in ascending order): the levels the pass decided, then the committed ones above a clean level."
     from setree.store import _align, _canonical_level
@@ -856,12 +900,14 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
     if st.clean >= 0: lvls += [{**_old_level(base, Kb, l), "redo": np.zeros(0, np.int64)} for l in range(st.clean, len(base.levels))]
     out = []
     for d in lvls:
-        mem = _align(K, d["keys"]); knn = d["knn"]
-        pos = np.where(knn >= 0, _align(d["keys"], knn.ravel()).reshape(knn.shape), -1) if knn.size else knn.astype(np.int64)
+        mem = _align(K, d["keys"])
+        if d.get("idx") is not None: pos = d["idx"]   # neighbours as positions among the level's members already (row keys are unique)
+        else: knn = d["knn"]; pos = np.where(knn >= 0, _align(d["keys"], knn.ravel()).reshape(knn.shape), -1) if knn.size else knn.astype(np.int64)
         par = np.where(d["parents"] >= 0, _align(K, d["parents"]), -1)
-        out.append(_canonical_level(ClusterLevel(members=mem, centroids=np.asarray(d["C"], np.float32), parents=par,
-                                                 community=np.asarray(d["community"], np.int64), knn_idx=pos.astype(np.int64),
-                                                 knn_sim=np.asarray(d["knn_sim"], np.float32))))
+        lv = ClusterLevel(members=mem, centroids=np.asarray(d["C"], np.float32), parents=par, community=np.asarray(d["community"], np.int64),
+                          knn_idx=pos.astype(np.int64), knn_sim=np.asarray(d["knn_sim"], np.float32))
+        if d.get("deg") is not None: lv._deg = d["deg"]   # the level's degrees, for the next pass (a level put in node order is a new object without them)
+        out.append(_canonical_level(lv))
     return out, [d.get("redo") for d in lvls]
 
 # %% ../nbs/07b_maintain.ipynb #d1194563
@@ -952,7 +998,7 @@ def update_line_tokens(tree:Tree, # the pass's new tree
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #72b8921b
+# %% ../nbs/07b_maintain.ipynb #fc0a71be
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -960,6 +1006,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
                     )->tuple[Tree, np.ndarray, np.ndarray]: # the new tree (row keys attached), nodes summarized, nodes whose row may differ
     "The maintenance pass proper (see the steps above)."
     from setree.build import summarize_tree
+    from setree.fidelity import compute_order
     from setree.store import _align
     facts, tr, fchg, st, next_key = grow_levels(base, plan, embedder, config, next_key)
     tree, needs, kept = assemble(base, plan, facts, tr, st, embedder.identity, config)
@@ -972,16 +1019,19 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
     tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
     bg = tree._phrase_stats = carry_phrase_stats(base, plan, copy=int(needs.sum()) > PHRASE_COPY_NODES)
-    summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg)
+    if M > 1 and not (tree.parent[:-1] > np.arange(M - 1)).all(): raise RuntimeError("maintenance pass built a broken structure (a parent numbered below its child)")
+    compute_order(tree, check=False)   # parents above children: the order is well defined; the whole layout is checked when the pass commits
+    summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg, order=False)
     for _ in range(M):   # a kept summary must stay within its (possibly shorter) children: budget-monotone
         cs = np.bincount(tree.parent[tree.parent >= 0], weights=tree.tokens[tree.parent >= 0], minlength=M)
         bad = np.flatnonzero((tree.tokens > cs) & (np.arange(M) >= N))
         if not len(bad): break
-        needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad, background=bg)
+        needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad, background=bg, order=False)
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
     update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     update_line_tokens(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     tree.levels, tree._member_redo = _levels_in_numbers(st, base, tree._keys)
+    if tree.levels and tree.levels[0].centroids is facts.C: tree.levels[0]._rows = facts.rows   # (the level-0 centroids: a view of that buffer)
     tree._touched, tree._next_key, tree._norms, tree._ids, tree._graft = st.touched, next_key, plan.norms, plan.ids, st.graft
     return tree, needs, dirty | needs | (ob < 0)
 
