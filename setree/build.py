@@ -16,7 +16,7 @@ from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 __all__ = ['CONFIG_RANGES', 'Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree',
            'unique_facts', 'build_tree', 'tree_shape']
 
-# %% ../nbs/05_build.ipynb #9ad2ac91
+# %% ../nbs/05_build.ipynb #eb610606
 @dataclass(frozen=True)
 class Config:
     "Every parameter of a knowledge base, validated; the one place their defaults are set. Units: tokens for lengths and budgets, radians for `epsilon`."
@@ -26,6 +26,7 @@ class Config:
     min_score: float = -math.inf # expansions scoring below this stop the walk
     overview_share: float = 0.0  # largest share of the budget spent on visible summaries, the root aside (cover chapter; calibrated in the calibration report)
     lexical_weight: float = 0.2  # weight of BM25 / max BM25 in the per-fact relevance (cover chapter; calibrated in the calibration report)
+    glimpse: int = 60            # facts: the root's short line names phrases of this many most relevant facts the cover leaves out; 0 = its fixed keyphrases (cover chapter; calibrated)
     summary_tokens: int = SUMMARY_TOKENS  # target summary length, tokens (calibrated: 15; the prototype used 30)
     epsilon: float = 1.0         # radians: max angle between a parent summary and a child centroid (design default)
     faithfulness_threshold: int = 60  # nodes below it are re-summarized by maintenance (design default)
@@ -49,7 +50,7 @@ class Config:
                   "default_budget": self.default_budget >= 1, "k_max": self.k_max >= 1, "window_tokens": self.window_tokens >= 2,
                   "faithfulness_threshold": -100 <= self.faithfulness_threshold <= 100, "resolution": self.resolution > 0,
                   "beta": math.isfinite(self.beta), "gamma": math.isfinite(self.gamma), "seed": self.seed >= 0,
-                  "llm_timeout": self.llm_timeout > 0}
+                  "llm_timeout": self.llm_timeout > 0, "glimpse": self.glimpse >= 0}
         bad = [k for k, ok in checks.items() if not ok]
         if bad: raise ValueError(f"config value(s) out of range: {'; '.join(f'{k}={getattr(self, k)!r} (allowed: {CONFIG_RANGES[k]})' for k in bad)}")
 
@@ -86,11 +87,12 @@ def to_dict(self:Config)->dict:
     d = asdict(self)
     return {k: (None if isinstance(v, float) and math.isinf(v) and k == "min_score" else v) for k, v in d.items()}
 
-# %% ../nbs/05_build.ipynb #5833396a
+# %% ../nbs/05_build.ipynb #9fb5ee9f
 CONFIG_RANGES = {"tau": "a number >= 0", "epsilon": "0 to pi radians", "summary_tokens": "at least 1 token",
                  "default_budget": "at least 1 token", "k_max": "an integer >= 1", "window_tokens": "at least 2 tokens",
                  "faithfulness_threshold": "an integer from -100 to 100", "resolution": "a number > 0", "beta": "a finite number",
-                 "gamma": "a finite number", "seed": "an integer >= 0", "llm_timeout": "more than 0 seconds"}
+                 "gamma": "a finite number", "seed": "an integer >= 0", "llm_timeout": "more than 0 seconds",
+                 "glimpse": "an integer >= 0"}
 
 # %% ../nbs/05_build.ipynb #9dfbbfd1
 class Progress:

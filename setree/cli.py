@@ -357,7 +357,7 @@ def cmd_serve(argv:list[str])->int:
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #edc0f354
+# %% ../nbs/08_cli.ipynb #4920c000
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -369,7 +369,7 @@ def _cover_params(tree, args):
     d = {k: v for k, v in (tree.config or {}).items()}
     cfg = load_config(args.config)
     if cfg is not None: d.update(cfg.to_dict())
-    d.update({k: getattr(args, k) for k in ("beta", "gamma", "tau", "min_score") if getattr(args, k, None) is not None})
+    d.update({k: getattr(args, k) for k in ("beta", "gamma", "tau", "min_score", "glimpse") if getattr(args, k, None) is not None})
     try: return CoverParams.from_config(d), d.get("default_budget")
     except (ValueError, TypeError) as e:   # name the option, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
         raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: f"--{m.group(1).replace('_', '-')} ({m.group(1)})", str(e))) from None
@@ -535,7 +535,7 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #d50cf20b
+# %% ../nbs/08_cli.ipynb #e69d30f1
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
@@ -568,6 +568,7 @@ def _parser()->argparse.ArgumentParser:
     for k, h in [("beta", "weight of the level loss in the capability score"), ("gamma", "weight of what the parent summary already conveys"),
                  ("tau", "temperature of the aggregation over a child's facts (0 = max)"), ("min_score", "expansions scoring below this stop the walk")]:
         r.add_argument("--" + k.replace("_", "-"), dest=k, type=float, default=None, help=f"{h} (config {k}; default: the stored tree's)")
+    r.add_argument("--glimpse", type=int, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
     def change(name, help):
         sp = sub.add_parser(name, help=help); common(sp); summ(sp)
         sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")

@@ -158,3 +158,26 @@ def test_a_change_queued_while_another_pass_holds_the_store(tmp_path):
     assert run("maintain", "--db", db).returncode == 0
     s = json.loads(run("stats", "--db", db, "--json").stdout)
     assert (s["pending"], s["facts"], s["applied_seq"] >= seq) == (0, 3, True), s
+
+def test_glimpse_option_and_refusals(kb, tmp_path):
+    "--glimpse reaches the walk (0 = the fixed short line, as a config file's glimpse does); bad values are refused naming the flag or the key, as the library words them."
+    from setree.build import Config
+    from setree.cover import CoverParams
+    d, db = kb
+    ask = lambda *a: json.loads(run("retrieve", "garden vegetables", "--db", db, "--budget", 40, "--json", *a).stdout)
+    cfg = tmp_path / "g0.json"; cfg.write_text('{"glimpse": 0}')
+    fixed, fitted = ask("--glimpse", 0), ask("--glimpse", 60)
+    assert fixed["params"]["glimpse"] == 0 and fitted["params"]["glimpse"] == 60 and ask()["params"]["glimpse"] == Config().glimpse
+    assert ask("--config", cfg)["items"] == fixed["items"]
+    assert fixed["items"][0]["text"] != fitted["items"][0]["text"]                  # the root's line: fixed keyphrases vs fitted to the prompt
+    with pytest.raises(ValueError) as lib: CoverParams(glimpse=-1)
+    p = run("retrieve", "x", "--db", db, "--glimpse", -1)
+    assert p.returncode == 2 and str(lib.value).replace("CoverParams.glimpse", "--glimpse (glimpse)") in one_line_error(p)
+    p = run("retrieve", "x", "--db", db, "--glimpse", "1.5")
+    assert p.returncode == 2 and "--glimpse: invalid int value: '1.5'" in p.stderr
+    with pytest.raises(ValueError) as lib: Config(glimpse=-1)
+    bad = tmp_path / "bad.json"; bad.write_text('{"glimpse": -1}')
+    for cmd in (("retrieve", "x", "--db", db), ("build", d / "facts.txt", "--db", tmp_path / "g.db", "--embedder", "hashing")):
+        p = run(*cmd, "--config", bad)
+        assert p.returncode == 2 and str(lib.value) in one_line_error(p), p.stderr
+    assert not (tmp_path / "g.db").exists()                                          # refused before anything is built

@@ -482,3 +482,12 @@ def test_all_fact_ids(tmp_path):
             full = (await call(s, "retrieve", prompt="item", budget=least, all_fact_ids=True))["items"][0]
             assert len(full["fact_ids"]) == 60 and full["fact_ids_complete"] and full["fact_ids"][:20] == root["fact_ids"]
     run(go)
+
+def test_bad_cover_config_refused_at_start(tmp_path):
+    "A config file with a bad cover parameter (glimpse) is refused before serving, in the library's words (as `setree retrieve --config` says it), exit 2."
+    from setree.build import Config
+    with pytest.raises(ValueError) as lib: Config(glimpse=-1)
+    bad = tmp_path / "bad.json"; bad.write_text('{"glimpse": -1}')
+    p = subprocess.run(SERVE + serve_args(tmp_path / "kb.db", "--config", bad), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and str(lib.value) in p.stderr and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+    assert not (tmp_path / "kb.db").exists()
