@@ -13,8 +13,8 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
-           'check_fact_id', 'as_facts', 'default_vocab_path', 'wordpiece_tokenizer', 'token_costs', 'encoding_tokens',
-           'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
+           'check_fact_id', 'tidy_text', 'as_facts', 'default_vocab_path', 'wordpiece_tokenizer', 'token_costs',
+           'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -46,7 +46,7 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #32034821
+# %% ../nbs/00_core.ipynb #69f0ece1
 MAX_META_DEPTH = 100   # levels of objects/arrays a fact's meta may nest: deeper JSON could be stored by one process and fail to load in another
 
 def _nesting(x)->int:
@@ -71,10 +71,14 @@ def check_fact_id(fid # a caller's fact id
     if m := _ID_CONTROL.search(fid): raise ValueError(f"id holds a control character or line break (U+{ord(m[0]):04X})")
     return fid
 
+_MARKER_ID = re.compile(r"[fs][0-9]{1,9}")   # a rendered context's markers: [f1], [s2] (a text-derived id has 12 hex digits: never one)
+
 def _check_id_meta(i, fid, meta):
     if fid is not None:
         try: check_fact_id(fid)
         except (TypeError, ValueError) as e: raise type(e)(f"fact {i}: {e}") from None
+        if _MARKER_ID.fullmatch(fid):   # a context numbers its markers anew: `forget f1` must never hit a fact named f1
+            raise ValueError(f"fact {i}: id {fid!r} looks like a marker of a retrieved context ([f1], [s2]); give another id")
     if meta is not None and not isinstance(meta, dict): raise TypeError(f"fact {i}: meta must be an object (dict), got {type(meta).__name__}")
     if meta and _nesting(meta) > MAX_META_DEPTH: raise ValueError(f"fact {i}: meta is nested too deeply (more than {MAX_META_DEPTH} levels)")
     try: json.dumps(meta, allow_nan=False)
@@ -97,6 +101,14 @@ def _raw_fact(i, item):
     if isinstance(item, (tuple, list)) and len(item) in (2, 3):
         return item[0], item[1], (item[2] if len(item) == 3 else None)
     raise TypeError(f"fact {i}: expected a string, a Fact, a dict with 'text', or an (id, text[, meta]) tuple; got {type(item).__name__}")
+
+_WS_RUN = re.compile(r"\s{2,}")
+_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")   # the line breaks of `str.splitlines`
+
+def tidy_text(text:str # a fact's text as given
+             )->str: # without surrounding whitespace; each run of whitespace one space, or one line break if it holds one
+    "The form in which a fact is stored: whitespace costs no tokens (see `count_tokens`), so a long run of it would pass into a context unpaid."
+    return _WS_RUN.sub(lambda m: "\n" if _BREAKS.intersection(m[0]) else " ", text.strip())
 
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f]")  # C0 controls and DEL, except tab and the line breaks of `str.splitlines` (\n \v \f \r \x1c-\x1e)
 
@@ -126,11 +138,11 @@ def _with_ids(raw)->list[Fact]:
     if len(set(ids)) != len(ids): raise ValueError(f"duplicate fact id(s): {sorted({x for x in ids if ids.count(x) > 1})[:20]}")
     return facts
 
-# %% ../nbs/00_core.ipynb #f1311118
+# %% ../nbs/00_core.ipynb #4d5fb816
 def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, text[, meta]) tuples
             )->list[Fact]: # validated facts with unique ids, in input order
     """Normalize a knowledge base into `Fact`s.
-    A text is kept as given, without surrounding whitespace.
+    A text is kept as given, less its surrounding whitespace and with each whitespace run shortened (`tidy_text`).
     Raises `ValueError` naming every blank fact (see `is_blank`), any text that cannot be encoded as UTF-8 (a lone surrogate) or holds a control
     character other than tab and line breaks (NUL, escape, ...), any id that is blank, not valid Unicode or holds a control character or
     line break (an id is one line of plain text), meta nested too deeply to store, and any duplicate id;
@@ -140,7 +152,7 @@ def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, tex
         raise TypeError(f"facts must be a text, a fact, or a list of them; got {'None' if items is None else type(items).__name__}")
     raw = [_one_fact(i, it) for i, it in enumerate(items)]
     _check_texts(raw)
-    return _with_ids([(fid, t.strip(), m) for fid, t, m in raw])
+    return _with_ids([(fid, tidy_text(t), m) for fid, t, m in raw])
 
 # %% ../nbs/00_core.ipynb #ff256a0c
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"  # SHA-256 of the published all-MiniLM-L6-v2 vocab.txt

@@ -74,18 +74,25 @@ class _View:
             if ids: n -= self.con.execute(f"SELECT count(*) FROM facts WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0]
         return n
 
-# %% ../nbs/07b_maintain.ipynb #df675ea7
+# %% ../nbs/07b_maintain.ipynb #34c759c6
+def _as_config(config):
+    "A `Config`, or None. A dict is read with `Config.from_dict` (its errors); anything else is a `TypeError` now, not a failed pass later."
+    from setree.build import Config
+    if config is None or isinstance(config, Config): return config
+    if isinstance(config, dict): return Config.from_dict(config)
+    raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
+
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
-                 *, config=None, # `setree.build.Config` for builds and passes; None: the stored build config, else `Config()`
+                 *, config=None, # `setree.build.Config` (or a dict of its keys) for builds and passes; None: the stored build config, else `Config()`
                  embedder=None, # shared embedder instance; None: loaded lazily once (`get_embedder()`), then reused
                  summarizer=None, # summarizer object (`setree.summarize`); None: extractive
                  create:bool=True, readonly:bool=False, timeout_s:float=30.0):
         self._w = Store(path, create=create, readonly=readonly, timeout_s=timeout_s)   # mutations and commits
         self._r = Store(self._w.path, readonly=True, timeout_s=timeout_s)               # reads: never wait for a pass
         self.path, self.readonly, self.timeout_s = self._w.path, readonly, float(timeout_s)
-        self._config, self._embedder, self._summarizer = config, embedder, summarizer
+        self._config, self._embedder, self._summarizer = _as_config(config), embedder, summarizer
         self._cache, self._cache_lock, self._pass_thread_lock = None, threading.Lock(), threading.Lock()
         self._lockfd = None
 
@@ -215,11 +222,12 @@ def reset(self:KnowledgeBase, confirm:bool=False # must be True: every fact is d
     if confirm is not True: raise ValueError("reset deletes every fact of the knowledge base; call reset(confirm=True)")
     return Ack(self._enqueue("reset", {"facts": []}, lambda view: None), "reset", [])
 
-# %% ../nbs/07b_maintain.ipynb #f9556be6
+# %% ../nbs/07b_maintain.ipynb #d668ea59
 @patch
 def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
             )->bool: # True: removed from the queue, never applied; False: already applied (or no such change)
     "Take a queued change back before any pass applies it. Raises `StoreBusy` when a pass holds the lock past `timeout_s`, `StoreError` read-only."
+    if isinstance(seq, bool) or not isinstance(seq, int): raise TypeError(f"seq must be an integer (an Ack's seq), got {seq!r:.40} ({type(seq).__name__})")
     if self.readonly: raise StoreError(f"store {self.path} is open read-only")
     with self._pass_lock():
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",

@@ -16,6 +16,13 @@ __all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'FACT_ARRAYS', 'DERIVED_FI
            'StoreBusy', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree', 'tree_diff',
            'synthetic_tree']
 
+# %% ../nbs/07_store.ipynb #adcbbb82
+def _seconds(v, name:str)->float:
+    "A finite number of seconds >= 0 (not a bool), as a float. Raises `TypeError` / `ValueError` naming `name`."
+    if isinstance(v, bool) or not isinstance(v, (int, float)): raise TypeError(f"{name} must be a number of seconds, got {v!r:.40} ({type(v).__name__})")
+    if not (v >= 0 and v != float("inf")): raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v!r}")
+    return float(v)
+
 # %% ../nbs/07_store.ipynb #086084be
 class StoreError(Exception):
     "A setree store cannot be opened, read or written; the message says why."
@@ -244,7 +251,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #2cc42c32
+# %% ../nbs/07_store.ipynb #91fa7365
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -277,7 +284,7 @@ class Store:
                  timeout_s:float=30.0, # seconds to wait for another connection's lock before `StoreBusy`
                  embedder_id:str|None=None, # if given, `check_embedder(embedder_id)` right after opening
                 ):
-        self.path, self.readonly, self.timeout_s = _canonical(path), readonly, float(timeout_s)
+        self.path, self.readonly, self.timeout_s = _canonical(path), readonly, _seconds(timeout_s, "timeout_s")
         self._lock, self._con, self.version = threading.RLock(), None, SCHEMA_VERSION
         self._empty_file = False   # an existing 0-byte file: refused in `_open` unless another process creates the store meanwhile
         p = self.path
