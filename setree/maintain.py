@@ -187,7 +187,7 @@ def forget(self:KnowledgeBase, ids # one fact id, or a list of them
         if unknown: raise ValueError(f"unknown fact id(s): {unknown[:20]}")
     return Ack(self._enqueue("forget", {"ids": ids}, check), "forget", ids)
 
-# %% ../nbs/07b_maintain.ipynb #8778dfe3
+# %% ../nbs/07b_maintain.ipynb #812ead27
 @patch
 def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
            text:str, # the new text (validated like any fact)
@@ -195,7 +195,7 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
     "Queue a new text for fact `id`; the fact's metadata records when (`updated_at`, ISO time). Raises `ValueError` for an unknown id, a blank text, or a text another fact holds."
     if not isinstance(id, str): raise TypeError(f"fact ids must be strings; got {id!r} ({type(id).__name__})")
     _check_id(id)
-    try: f = as_facts([{"id": id, "text": text}])[0]
+    try: f = Fact(id, as_facts([{"text": text}])[0].text, {})   # the id is checked above: a stored id keeps working whatever its form
     except (TypeError, ValueError) as e: raise type(e)(f"update of {id!r}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}") from None
     def check(view):
         if view.text(f.id) is None: raise ValueError(f"unknown fact id(s): {[f.id]}")
