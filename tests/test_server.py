@@ -482,3 +482,39 @@ def test_all_fact_ids(tmp_path):
             full = (await call(s, "retrieve", prompt="item", budget=least, all_fact_ids=True))["items"][0]
             assert len(full["fact_ids"]) == 60 and full["fact_ids_complete"] and full["fact_ids"][:20] == root["fact_ids"]
     run(go)
+
+def _ctrl_c(args, after, tmp_path):
+    "Start `setree serve ARGS` in its own process group, stdin open; after `after(proc, stderr_path)` is true, SIGINT to the whole group (as a terminal's Ctrl-C)."
+    import signal
+    errpath = tmp_path / "serve.err"
+    code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
+    with open(errpath, "w", encoding="utf-8") as err:
+        p = subprocess.Popen([sys.executable, "-c", code, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                             start_new_session=True)
+        t0 = time.monotonic()
+        while not after(p, errpath) and p.poll() is None and time.monotonic() - t0 < 120: time.sleep(0.05)
+        assert p.poll() is None, errpath.read_text(encoding="utf-8")
+        os.killpg(p.pid, signal.SIGINT)
+        try: p.wait(60)
+        finally: p.stdin.close(); p.stdout.close()
+    return p.returncode, errpath.read_text(encoding="utf-8")
+
+def test_ctrl_c_while_serving_is_one_line_and_exit_130(tmp_path):
+    "Ctrl-C reaches the server and its pass worker (one process group): no traceback of the worker, no 'worker died' warning, exit 130."
+    db = tmp_path / "kb.db"
+    code, err = _ctrl_c(serve_args(db), lambda p, e: "serving MCP on stdio" in e.read_text(encoding="utf-8"), tmp_path)
+    assert code == 130, (code, err)
+    lines = err.strip().splitlines()
+    assert lines[-1] == "setree serve: interrupted" and len(lines) == 2, err           # the start line, then the one line
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err and "died" not in err, err
+
+def test_ctrl_c_while_starting_is_exit_130_too(tmp_path):
+    "Ctrl-C while the server starts (the pass worker spawned, not ready yet): the same one line and exit code as while serving."
+    db = tmp_path / "kb.db"
+    def worker_spawned(p, e):   # the server has a child process: the pass worker is starting
+        r = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True)
+        return bool(r.stdout.strip())
+    code, err = _ctrl_c(serve_args(db), worker_spawned, tmp_path)
+    assert code == 130, (code, err)
+    assert err.strip().splitlines()[-1] in ("setree serve: interrupted", "setree: interrupted"), err
+    assert "Traceback" not in err and "died" not in err, err
