@@ -10,9 +10,9 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'UsageError', 'read_facts',
-           'load_config', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'cmd_insert', 'cmd_forget', 'cmd_update',
-           'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline',
-           'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
+           'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'cmd_insert',
+           'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
+           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
 # %% ../nbs/08_cli.ipynb #9cba77f5
 class UsageError(Exception):
@@ -91,7 +91,7 @@ def _json_type(v)->str:
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
             else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #01a867c8
+# %% ../nbs/08_cli.ipynb #860c3ee8
 def load_config(path:str|None, # --config value, or None
                ): # a `setree.build.Config`, or None
     "The config file named by `--config` or `$SETREE_CONFIG` (empty = not given); None when neither. Raises `UsageError`."
@@ -112,28 +112,43 @@ def _merge(base, overrides:dict):
     except (ValueError, TypeError) as e:
         raise UsageError(re.sub(r"\b(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')}=" if m.group(1) in given else m.group(0), str(e))) from None
 
+_INT = re.compile(r"[+-]?[0-9]+")   # ASCII digits only: Python's int() would also take '٣٠', '６０' and '60_0'
+_NUM = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I)
+
+def _int(s:str)->int|None:
+    "The integer an option's value spells in ASCII digits (an optional sign, spaces around), else None."
+    return int(s.strip()) if _INT.fullmatch(s.strip()) else None
+
+def integer(s:str)->int:
+    "argparse type for an integer option (--seed, --k-max, --summary-tokens): ASCII digits, an optional sign; the range is checked by `Config`."
+    v = _int(s)
+    if v is None: raise argparse.ArgumentTypeError(f"must be an integer (ASCII digits 0-9), got {s!r}")
+    return v
+
+def number(s:str)->float:
+    "argparse type for a real-valued option (--beta, --gamma, --tau, --min-score): a decimal number in ASCII (`nan`/`inf` reach the range check)."
+    if not _NUM.fullmatch(s.strip()): raise argparse.ArgumentTypeError(f"must be a number (ASCII digits, e.g. 0.5 or 1e-3), got {s!r}")
+    return float(s)
+
 def _depth(s:str)->int:
     "argparse type for --depth: a non-negative integer."
-    try: v = int(s, 10)
-    except ValueError: v = -1
-    if v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {s!r}")
+    v = _int(s)
+    if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer (ASCII digits 0-9), got {s!r}")
     return v
 
 def positive_seconds(s:str)->float:
     "argparse type for --llm-timeout: a positive, finite number of seconds."
-    try: v = float(s)
-    except ValueError: v = -1.0
+    v = float(s) if _NUM.fullmatch(s.strip()) else -1.0
     if not 0 < v < float("inf"): raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {s!r}")
     return v
 
 def _positive_int(s:str)->int:
-    "argparse type for budgets: only positive integers (case C-15: '12.5', '0', '-5', 'nan', 'true' are refused)."
-    try: v = int(s, 10)
-    except ValueError: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}") from None
-    if v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens, got {s!r}")
+    "argparse type for budgets: only positive integers in ASCII digits (case C-15: '12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused)."
+    v = _int(s)
+    if v is None or v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #10031a5d
+# %% ../nbs/08_cli.ipynb #18a5c5b4
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -154,7 +169,7 @@ def check_llm_flags(args):
     given = [f for f, k in (("--llm-base-url", "llm_base_url"), ("--llm-model", "llm_model"), ("--llm-timeout", "llm_timeout"))
              if getattr(args, k, None) is not None]
     if given and getattr(args, "summarizer", "extractive") != "chat":
-        raise UsageError(f"{' and '.join(given)} only apply with --summarizer chat (the summaries are extractive otherwise); add --summarizer chat or leave {'it' if len(given) == 1 else 'them'} out")
+        raise UsageError(f"{' and '.join(given)} only {'applies' if len(given) == 1 else 'apply'} with --summarizer chat (the summaries are extractive otherwise); add --summarizer chat or leave {'it' if len(given) == 1 else 'them'} out")
 
 def _summarizer(args):
     check_llm_flags(args)
@@ -223,7 +238,7 @@ def cmd_build(args)->int:
     from setree.build import Config
     cfg = _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
     args.config = None
-    t0 = time.perf_counter()
+    t0, new = time.perf_counter(), not Path(args.db).exists()
     with _kb(args) as kb:
         kb._config = cfg
         if args.quiet: kb.progress = False
@@ -233,7 +248,7 @@ def cmd_build(args)->int:
             if "already holds" not in str(e): raise UsageError(str(e)) from None
             raise UsageError(f"store {args.db} {str(e).split('knowledge base ', 1)[-1].split(';')[0]}; use --replace to delete them and build anew, or `setree insert` to add facts") from None
         try: rep = _pass(kb, args, "build", ack)
-        except KeyboardInterrupt: return _interrupted(kb, "build", ack)
+        except KeyboardInterrupt: return _interrupted(kb, "build", ack, created=new)
         if rep == BUSY:
             _out(args, f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})\n{_pass_line(BUSY, ack, args.db)}",
                  {"ack": ack.to_dict(), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
@@ -274,16 +289,30 @@ def _marker_hint(ids)->str:
     return (f" ({', '.join(m[:3])} {'looks' if len(m) == 1 else 'look'} like the markers of a retrieved context, not stored ids; `setree retrieve PROMPT --db PATH --json` "
             "gives each item's fact_ids, `setree inspect --db PATH` every fact's id)") if m else ""
 
-def _interrupted(kb, what:str, ack)->int:
-    "Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened."
+def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
+                )->int:
+    """Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened.
+    A store this command created, left holding nothing and with nothing else queued, is removed with its side files (`_remove_new_store`)."""
     from setree.store import StoreError
     try: gone = kb.withdraw(ack.seq)
     except (StoreError, KeyboardInterrupt): gone = None
-    if gone: msg = f"the {what} was withdrawn (seq {ack.seq}); the store is as it was"
+    if gone and created and _remove_new_store(kb): msg = f"the {what} was withdrawn (seq {ack.seq}); the store it had created, {kb.path}, is removed"
+    elif gone: msg = f"the {what} was withdrawn (seq {ack.seq}); the store is as it was"
     elif gone is None: msg = f"the {what} stays queued (seq {ack.seq}): the next pass applies it"
     else: msg = f"the {what} had already been applied (seq {ack.seq})"
     print(f"setree: interrupted; {msg}", file=sys.stderr)
     return 130
+
+def _remove_new_store(kb)->bool:
+    "Close `kb` and delete its files (the store, `-wal`, `-shm`, `-lock`) if it holds no fact, no tree and no queued change; True if removed."
+    from setree.store import StoreError
+    try:
+        with _open_store(str(kb.path)) as st: s = {**st.stats(), **st.queue_state()}
+    except (StoreError, UsageError, KeyboardInterrupt): return False
+    if s.get("facts") or s.get("nodes") or s.get("pending"): return False
+    kb.close()
+    for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{kb.path}{suffix}").unlink(missing_ok=True)
+    return True
 
 def _mutate(args, what:str, fn, ids=())->int:
     new = not Path(args.db).exists()
@@ -292,7 +321,7 @@ def _mutate(args, what:str, fn, ids=())->int:
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint(ids) if "unknown fact id" in str(e) else "")) from None
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         try: rep = _pass(kb, args, what, ack)
-        except KeyboardInterrupt: return _interrupted(kb, what, ack)
+        except KeyboardInterrupt: return _interrupted(kb, what, ack, created=new)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep, ack, args.db)}", {"ack": ack.to_dict(), "pass": None if rep == BUSY else rep, **busy})
     return 0
@@ -329,9 +358,9 @@ def _serve_module():
     return srv
 
 def _millis(s:str)->int:
-    try: v = int(s, 10)
-    except ValueError: v = -1
-    if v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds, got {s!r}")
+    "argparse type for --quiet-ms/--poll-ms: a non-negative integer in ASCII digits."
+    v = _int(s)
+    if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds (ASCII digits 0-9), got {s!r}")
     return v
 
 def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parser of its own)
@@ -357,7 +386,7 @@ def cmd_serve(argv:list[str])->int:
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #4920c000
+# %% ../nbs/08_cli.ipynb #76b3bacd
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -381,16 +410,23 @@ def _human(cover)->str:
     if cover.status == "budget_too_small": return f"(budget {cover.budget} is too small: the smallest budget that returns something is {cover.min_budget})"
     return cover.render()
 
-def _read_prompts(path:str)->list[str]:
-    p = Path(path)
-    if not p.is_file(): raise UsageError(f"prompts file not found: {path}")
-    prompts = [l for l in _utf8(p.read_bytes(), path).splitlines() if l.strip()]
-    if not prompts: raise UsageError(f"{path}: no prompts in the file")
+def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
+                 )->list[str]:
+    "The prompts of --prompts-file; blank lines are skipped and counted on stderr. Raises `UsageError` for a missing file or no prompt."
+    if path == "-": path, data = "stdin", _stdin_bytes()
+    elif Path(path).is_dir(): raise UsageError(f"{path} is a directory, not a prompts file")
+    elif not Path(path).is_file(): raise UsageError(f"prompts file not found: {path}")
+    else: data = Path(path).read_bytes()
+    lines = _utf8(data, path).splitlines()
+    prompts = [l for l in lines if l.strip()]
+    if not prompts: raise UsageError(f"{path}: no prompts in the {'input' if path == 'stdin' else 'file'}")
+    if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
-    With --prompts-file FILE (one prompt per line) every prompt is answered in this one process, one JSON object per line."""
+    With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
+    own `status`; the exit code is 3 when the budget is too small for any of them (it is one budget for all), else 0."""
     from setree.cover import retrieve
     if (args.prompt is None) == (args.prompts_file is None): raise UsageError("give either a PROMPT or --prompts-file FILE")
     prompts = [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
@@ -400,8 +436,9 @@ def cmd_retrieve(args)->int:
     for prompt in prompts:
         try: cover = retrieve(tree, prompt, budget=args.budget or default_budget, params=params)
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
-        if args.prompts_file is not None: print(json.dumps({"prompt": prompt, **cover.to_dict(), "rendered": cover.render()}, ensure_ascii=False))
-        else: _out(args, _human(cover), cover.to_dict())
+        data = {**cover.to_dict(), "rendered": cover.render()}   # the same fields as the MCP server's structured result
+        if args.prompts_file is not None: print(json.dumps({"prompt": prompt, **data}, ensure_ascii=False))
+        else: _out(args, _human(cover), data)
         worst = max(worst, 3 if cover.status == "budget_too_small" else 0)
     return worst
 
@@ -467,7 +504,7 @@ def cmd_inspect(args)->int:
     else: print(outline(tree, args.depth))
     return 0
 
-# %% ../nbs/08_cli.ipynb #f703399f
+# %% ../nbs/08_cli.ipynb #c815220d
 DEMO_PROMPTS = [("Give me an overview of who Mara is.", 120),
                 ("What should I cook for Mara this weekend?", 200),
                 ("What is the name of Mara's sourdough starter?", 100)]
@@ -497,16 +534,20 @@ def cmd_demo(args)->int:
             print(c.render() + "\n")
     return 0
 
+def _locomo(path:str)->dict:
+    "{sample id: conversation} of a LoCoMo file; `UsageError` 'not a LoCoMo file (why)' for anything else."
+    from setree.evaluate import load_locomo
+    try: return {c.sample_id: c for c in load_locomo(Path(path))}
+    except (ValueError, KeyError, TypeError) as e: raise UsageError(f"{path}: not a LoCoMo file ({e})") from None
+
 def cmd_import_locomo(args)->int:
     "setree import locomo FILE --conversation ID --out FACTS.jsonl: one conversation's observations as facts."
-    from setree.evaluate import load_locomo
     src, out = Path(args.file), Path(args.out)
     if not src.is_file(): raise UsageError(f"LoCoMo file not found: {args.file}")
     if out.exists() and out.resolve() == src.resolve(): raise UsageError(f"--out {args.out} is the input file: choose another path")
     if out.is_dir(): raise UsageError(f"--out {args.out} is a directory: give a file path")
     if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
-    try: convs = {c.sample_id: c for c in load_locomo(src)}
-    except (ValueError, KeyError, TypeError) as e: raise UsageError(f"{args.file}: not a LoCoMo file ({e})") from None
+    convs = _locomo(args.file)
     if args.conversation not in convs: raise UsageError(f"no conversation {args.conversation!r} in {args.file}; there are {sorted(convs)}")
     facts = convs[args.conversation].facts
     with open(args.out, "w", encoding="utf-8") as f:
@@ -514,7 +555,7 @@ def cmd_import_locomo(args)->int:
     _out(args, f"wrote {len(facts)} facts of {args.conversation} to {args.out}", {"conversation": args.conversation, "facts": len(facts), "out": args.out})
     return 0
 
-# %% ../nbs/08_cli.ipynb #7b83077f
+# %% ../nbs/08_cli.ipynb #52099e8c
 def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
@@ -523,7 +564,10 @@ def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
     from setree.evaluate import evaluate_locomo
     if not Path(args.data).is_file(): raise UsageError(f"LoCoMo file not found: {args.data}")
-    if Path(args.out).exists() and not Path(args.out).is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
+    out = Path(args.out)               # the folder itself may be new, its parent must exist (as for `import --out` and `build --db`)
+    if out.exists() and not out.is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
+    if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
+    _locomo(args.data)                 # a file that is not LoCoMo data is refused as `import locomo` refuses it, before any work
     cfg = load_config(args.config)
     log = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
     try: rows = evaluate_locomo(args.data, budgets=args.budgets, out_dir=args.out, build_config=cfg, mode=args.mode,
@@ -535,7 +579,7 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #e69d30f1
+# %% ../nbs/08_cli.ipynb #91255525
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
@@ -557,18 +601,18 @@ def _parser()->argparse.ArgumentParser:
     b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin")
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
     b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
-    b.add_argument("--seed", type=int, default=None, help="clustering seed (config seed): the same facts and seed give the same tree")
-    b.add_argument("--summary-tokens", type=int, default=None, help="tokens of each summary (config summary_tokens)")
-    b.add_argument("--k-max", type=int, default=None, help="neighbours per node in the clustering graph (config k_max)")
+    b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts and seed give the same tree")
+    b.add_argument("--summary-tokens", type=integer, default=None, help="tokens of each summary (config summary_tokens)")
+    b.add_argument("--k-max", type=integer, default=None, help="neighbours per node in the clustering graph (config k_max)")
     b.add_argument("--quiet", action="store_true", help="no progress on stderr")
     r = sub.add_parser("retrieve", help="the budgeted context for a prompt"); common(r)
     r.add_argument("prompt", nargs="?", default=None, help="the prompt (or use --prompts-file)")
-    r.add_argument("--prompts-file", default=None, help="answer every line of this file; JSON lines out")
+    r.add_argument("--prompts-file", default=None, help="answer every line of this file (- for stdin); JSON lines out")
     r.add_argument("--budget", type=_positive_int, default=None, help="tokens (default: the config's default_budget)")
     for k, h in [("beta", "weight of the level loss in the capability score"), ("gamma", "weight of what the parent summary already conveys"),
                  ("tau", "temperature of the aggregation over a child's facts (0 = max)"), ("min_score", "expansions scoring below this stop the walk")]:
-        r.add_argument("--" + k.replace("_", "-"), dest=k, type=float, default=None, help=f"{h} (config {k}; default: the stored tree's)")
-    r.add_argument("--glimpse", type=int, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
+        r.add_argument("--" + k.replace("_", "-"), dest=k, type=number, default=None, help=f"{h} (config {k}; default: the stored tree's)")
+    r.add_argument("--glimpse", type=integer, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
     def change(name, help):
         sp = sub.add_parser(name, help=help); common(sp); summ(sp)
         sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")

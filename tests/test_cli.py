@@ -174,7 +174,7 @@ def test_glimpse_option_and_refusals(kb, tmp_path):
     p = run("retrieve", "x", "--db", db, "--glimpse", -1)
     assert p.returncode == 2 and str(lib.value).replace("CoverParams.glimpse", "--glimpse (glimpse)") in one_line_error(p)
     p = run("retrieve", "x", "--db", db, "--glimpse", "1.5")
-    assert p.returncode == 2 and "--glimpse: invalid int value: '1.5'" in p.stderr
+    assert p.returncode == 2 and "--glimpse: must be an integer (ASCII digits 0-9), got '1.5'" in p.stderr
     with pytest.raises(ValueError) as lib: Config(glimpse=-1)
     bad = tmp_path / "bad.json"; bad.write_text('{"glimpse": -1}')
     for cmd in (("retrieve", "x", "--db", db), ("build", d / "facts.txt", "--db", tmp_path / "g.db", "--embedder", "hashing")):

@@ -1,4 +1,4 @@
-"Ctrl-C (SIGINT) during a change's maintenance pass, sent to a real `setree` process: the change is withdrawn, the store is as it was."
+"Ctrl-C (SIGINT) during a change's maintenance pass, sent to a real `setree` process: the change is withdrawn, the store is as it was (a store the command created is removed)."
 import json, signal, subprocess, sys, time
 
 CLI = [sys.executable, "-c", "import sys; from setree.cli import main; sys.exit(main())"]
@@ -6,27 +6,45 @@ CLI = [sys.executable, "-c", "import sys; from setree.cli import main; sys.exit(
 def setree(*args, **kw):
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, **kw)
 
-def test_ctrl_c_during_build_replace_leaves_the_store(tmp_path):
-    from setree.store import Store
-    small, big, db = tmp_path / "small.txt", tmp_path / "big.txt", tmp_path / "kb.db"
-    small.write_text("".join(f"the user keeps note number {i} about cats\n" for i in range(12)), encoding="utf-8")
-    big.write_text("".join(f"fact {i}: the user mentioned topic {i % 997} on day {i // 997}\n" for i in range(40000)), encoding="utf-8")
-    assert setree("build", small, "--db", db, "--embedder", "hashing").returncode == 0
-    p = subprocess.Popen([*CLI, "build", str(big), "--db", str(db), "--replace", "--embedder", "hashing"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    t0 = time.monotonic()
-    while True:                                                       # wait until the replace is queued (its pass then runs)
-        with Store(db, create=False, readonly=True) as st: pending = st.queue_state()["pending"]
-        if pending or p.poll() is not None or time.monotonic() - t0 > 120: break
+def interrupt_build(db, *args):
+    "Start `setree build ARGS --db DB --embedder hashing`, SIGINT it once its change is queued (its pass then runs): (returncode, stderr)."
+    from setree.store import Store, StoreError
+    p = subprocess.Popen([*CLI, "build", *map(str, args), "--db", str(db), "--embedder", "hashing"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0, pending = time.monotonic(), 0
+    while p.poll() is None and time.monotonic() - t0 < 120:
+        if db.exists():
+            try:
+                with Store(db, create=False, readonly=True) as st: pending = st.queue_state()["pending"]
+            except StoreError: pending = 0                             # a new file is still being set up
+        if pending: break
         time.sleep(0.05)
     assert pending == 1 and p.poll() is None, "the build finished before it could be interrupted"
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
-    assert p.returncode == 130, (p.returncode, err)
+    return p.returncode, err
+
+def big_file(path):
+    path.write_text("".join(f"fact {i}: the user mentioned topic {i % 997} on day {i // 997}\n" for i in range(40000)), encoding="utf-8")
+    return path
+
+def test_ctrl_c_during_build_replace_leaves_the_store(tmp_path):
+    small, big, db = tmp_path / "small.txt", big_file(tmp_path / "big.txt"), tmp_path / "kb.db"
+    small.write_text("".join(f"the user keeps note number {i} about cats\n" for i in range(12)), encoding="utf-8")
+    assert setree("build", small, "--db", db, "--embedder", "hashing").returncode == 0
+    code, err = interrupt_build(db, big, "--replace")
+    assert code == 130, (code, err)
     assert "interrupted; the build was withdrawn" in err, err
     st = json.loads(setree("stats", "--db", db, "--json").stdout)
     assert (st["facts"], st["pending"]) == (12, 0), st
     r = setree("insert", "-", "--db", db, input="the user adds one small fact\n")   # the next command applies only its own change
     assert r.returncode == 0, r.stderr
     assert json.loads(setree("stats", "--db", db, "--json").stdout)["facts"] == 13
+
+def test_ctrl_c_during_the_first_build_removes_the_store_it_created(tmp_path):
+    "Ctrl-C during the pass of a build that created the store: the change is withdrawn and the files it created are gone."
+    db = tmp_path / "kb.db"
+    code, err = interrupt_build(db, big_file(tmp_path / "big.txt"))
+    assert code == 130, (code, err)
+    assert f"the build was withdrawn (seq 1); the store it had created, {db.resolve()}, is removed" in err, err
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["big.txt"]
