@@ -148,7 +148,7 @@ def _positive_int(s:str)->int:
     if v is None or v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #18a5c5b4
+# %% ../nbs/08_cli.ipynb #5cf7da1d
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -263,10 +263,10 @@ def cmd_build(args)->int:
             "replaced_facts": before}
     human = (f"built {data['facts']} facts into {data['nodes']} nodes (depth {data['depth']}) in {data['seconds']:.1f} s -> {path}"
              + (f"\nreplaced the {before} facts the store held" if before else "")
-             + (f"\nnote: {data['duplicates_dropped']} repeated facts stored once" if data["duplicates_dropped"] else "")
+             + (f"\nnote: {data['duplicates_dropped']} repeated fact{'s' * (data['duplicates_dropped'] > 1)} stored once" if data["duplicates_dropped"] else "")
              + (f"\nwarning: {fell_back} summaries fell back to extractive ("
                 + ", ".join(f"{k} {v}" for k, v in sorted(counts["fallbacks"].items())) + ")" if fell_back else "")
-             + (f"\n{counts['below_threshold']} nodes below faithfulness {cfg.faithfulness_threshold}" if counts["below_threshold"] else ""))
+             + (f"\n{counts['below_threshold']} node{'s' * (counts['below_threshold'] > 1)} below faithfulness {cfg.faithfulness_threshold}" if counts["below_threshold"] else ""))
     _out(args, human, data)
     return 0
 
@@ -281,13 +281,10 @@ def _ack_lines(what:str, ack)->str:
     if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     return "\n".join(lines)
 
-_MARKER = re.compile(r"[fs]\d{1,4}")   # the short markers of a rendered context: [f1], [s2]
 
 def _marker_hint(ids)->str:
-    "A hint for unknown ids that look like the markers of a retrieved context rather than stored fact ids."
-    m = [i for i in ids if _MARKER.fullmatch(i)]
-    return (f" ({', '.join(m[:3])} {'looks' if len(m) == 1 else 'look'} like the markers of a retrieved context, not stored ids; `setree retrieve PROMPT --db PATH --json` "
-            "gives each item's fact_ids, `setree inspect --db PATH` every fact's id)") if m else ""
+    "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
+    return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
 def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
                 )->int:
@@ -318,7 +315,7 @@ def _mutate(args, what:str, fn, ids=())->int:
     new = not Path(args.db).exists()
     with _kb(args, create=what == "insert") as kb:
         try: ack = fn(kb)
-        except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint(ids) if "unknown fact id" in str(e) else "")) from None
+        except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint(ids) if "like the markers" in str(e) else "")) from None
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         try: rep = _pass(kb, args, what, ack)
         except KeyboardInterrupt: return _interrupted(kb, what, ack, created=new)
@@ -386,7 +383,7 @@ def cmd_serve(argv:list[str])->int:
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #76b3bacd
+# %% ../nbs/08_cli.ipynb #413a4051
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -429,6 +426,7 @@ def cmd_retrieve(args)->int:
     own `status`; the exit code is 3 when the budget is too small for any of them (it is one budget for all), else 0."""
     from setree.cover import retrieve
     if (args.prompt is None) == (args.prompts_file is None): raise UsageError("give either a PROMPT or --prompts-file FILE")
+    if args.prompt == "-": args.prompt = _utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")   # `-`: the prompt is stdin
     prompts = [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
     tree, _ = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
@@ -579,7 +577,7 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #91255525
+# %% ../nbs/08_cli.ipynb #e427de32
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
@@ -606,7 +604,7 @@ def _parser()->argparse.ArgumentParser:
     b.add_argument("--k-max", type=integer, default=None, help="neighbours per node in the clustering graph (config k_max)")
     b.add_argument("--quiet", action="store_true", help="no progress on stderr")
     r = sub.add_parser("retrieve", help="the budgeted context for a prompt"); common(r)
-    r.add_argument("prompt", nargs="?", default=None, help="the prompt (or use --prompts-file)")
+    r.add_argument("prompt", nargs="?", default=None, help="the prompt, - for stdin (or use --prompts-file)")
     r.add_argument("--prompts-file", default=None, help="answer every line of this file (- for stdin); JSON lines out")
     r.add_argument("--budget", type=_positive_int, default=None, help="tokens (default: the config's default_budget)")
     for k, h in [("beta", "weight of the level loss in the capability score"), ("gamma", "weight of what the parent summary already conveys"),

@@ -13,8 +13,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
-           'check_fact_id', 'tidy_text', 'as_facts', 'default_vocab_path', 'wordpiece_tokenizer', 'token_costs',
-           'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
+           'check_fact_id', 'tidy_text', 'as_facts', 'default_vocab_path', 'wordpiece_tokenizer', 'strip_dropped',
+           'token_costs', 'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children',
+           'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -46,7 +47,7 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #69f0ece1
+# %% ../nbs/00_core.ipynb #5fd9cd48
 MAX_META_DEPTH = 100   # levels of objects/arrays a fact's meta may nest: deeper JSON could be stored by one process and fail to load in another
 
 def _nesting(x)->int:
@@ -108,7 +109,7 @@ _BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")   # the line breaks 
 def tidy_text(text:str # a fact's text as given
              )->str: # without surrounding whitespace; each run of whitespace one space, or one line break if it holds one
     "The form in which a fact is stored: whitespace costs no tokens (see `count_tokens`), so a long run of it would pass into a context unpaid."
-    return _WS_RUN.sub(lambda m: "\n" if _BREAKS.intersection(m[0]) else " ", text.strip())
+    return _WS_RUN.sub(lambda m: "\n" if _BREAKS.intersection(m[0]) else " ", text.replace("\ufeff", "").strip())   # a byte-order mark is never content
 
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f]")  # C0 controls and DEL, except tab and the line breaks of `str.splitlines` (\n \v \f \r \x1c-\x1e)
 
@@ -177,7 +178,7 @@ def wordpiece_tokenizer(vocab:str|Path|None=None, # vocab.txt (one token per lin
     if max_length is not None: tok.enable_truncation(max_length=max_length)
     return tok
 
-# %% ../nbs/00_core.ipynb #4413a107
+# %% ../nbs/00_core.ipynb #dd7c19c2
 @lru_cache(maxsize=1)
 def _counter(): return wordpiece_tokenizer(max_length=None)
 
@@ -188,6 +189,11 @@ UNK_ID = 100  # `[UNK]` in the MiniLM vocabulary
 _DROPPED = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u180e\u200b-\u200f\u202a-\u202e"
                       "\u2060-\u2064\u2066-\u206f\ue000-\uf8ff\ufeff\ufff9-\ufffb\ufffd\U000110bd\U0001bca0-\U0001bca3"
                       "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
+
+def strip_dropped(text:str # any text
+                 )->str: # `text` without the characters the normalizer drops (they carry no word: zero-width, format, control, private use)
+    "What the tokenizer reads of `text`: two texts equal after it differ only in invisible characters (`setree.store.norm_text` uses it)."
+    return _DROPPED.sub("", text) if _DROPPED.search(text) else text
 
 def token_costs(enc, # a `tokenizers.Encoding` of the counter (no special tokens)
                 text:str, # the text `enc` encodes (its dropped characters are charged)

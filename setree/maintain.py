@@ -132,7 +132,7 @@ class KnowledgeBase:
             raise EmbedderMismatch(self.path, stored, given, advice="open the knowledge base without an embedder (its own is used), "
                                    "or build(facts, replace=True) to re-embed every fact with the new one")
 
-# %% ../nbs/07b_maintain.ipynb #449f5c7d
+# %% ../nbs/07b_maintain.ipynb #0e624e6f
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
@@ -146,6 +146,17 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
         return {"facts": [_fact_dict(f) for f in new]}
     seq = self._enqueue("insert", {}, check)
     return Ack(seq, "insert", check.ids, check.already)
+
+_MARKER_LIKE = re.compile(r"\[?([fs][0-9]{1,9})\]?(?:=(\S+))?")   # a context's marker, [f1], or its fact-ids entry f1=ID
+
+def _unknown_ids(ids:list)->str:
+    "The refusal of unknown ids; ids that look like a context's markers get a hint (a context numbers its markers anew)."
+    msg, m = f"unknown fact id(s): {ids[:20]}", [(i, _MARKER_LIKE.fullmatch(i)) for i in ids]
+    m = [(i, x) for i, x in m if x]
+    if not m: return msg
+    meant = [x[2] for _, x in m if x[2]]
+    return msg + (f" ({', '.join(i for i, _ in m[:3])} {'looks' if len(m) == 1 else 'look'} like the markers of a retrieved context, not stored ids; "
+                  + (f"the stored id is the part after '=': {', '.join(meant[:3])})" if meant else "each item of a cover carries its stored ids in fact_ids)"))
 
 def _check_id(fid:str):
     "`setree.core.check_fact_id`, its message naming a fact id."
@@ -171,7 +182,7 @@ def _insert_plan(view, kept:list[Fact])->tuple[list[Fact], dict, dict]:
         taken.add(fid); new.append(Fact(fid, f.text, f.meta))
     return new, alias, renamed
 
-# %% ../nbs/07b_maintain.ipynb #f32b1687
+# %% ../nbs/07b_maintain.ipynb #7095f782
 @patch
 def forget(self:KnowledgeBase, ids # one fact id, or a list of them
           )->Ack:
@@ -184,10 +195,10 @@ def forget(self:KnowledgeBase, ids # one fact id, or a list of them
     for i in ids: _check_id(i)
     def check(view):
         unknown = [i for i in ids if view.text(i) is None]
-        if unknown: raise ValueError(f"unknown fact id(s): {unknown[:20]}")
+        if unknown: raise ValueError(_unknown_ids(unknown))
     return Ack(self._enqueue("forget", {"ids": ids}, check), "forget", ids)
 
-# %% ../nbs/07b_maintain.ipynb #812ead27
+# %% ../nbs/07b_maintain.ipynb #0945e097
 @patch
 def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
            text:str, # the new text (validated like any fact)
@@ -198,7 +209,7 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
     try: f = Fact(id, as_facts([{"text": text}])[0].text, {})   # the id is checked above: a stored id keeps working whatever its form
     except (TypeError, ValueError) as e: raise type(e)(f"update of {id!r}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}") from None
     def check(view):
-        if view.text(f.id) is None: raise ValueError(f"unknown fact id(s): {[f.id]}")
+        if view.text(f.id) is None: raise ValueError(_unknown_ids([f.id]))
         other = view.id_of(f.text)
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
     return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
