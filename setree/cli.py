@@ -383,7 +383,7 @@ def cmd_serve(argv:list[str])->int:
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #413a4051
+# %% ../nbs/08_cli.ipynb #26ea6944
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
@@ -424,7 +424,7 @@ def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
     own `status`; the exit code is 3 when the budget is too small for any of them (it is one budget for all), else 0."""
-    from setree.cover import retrieve
+    from setree.cover import cover_data, retrieve
     if (args.prompt is None) == (args.prompts_file is None): raise UsageError("give either a PROMPT or --prompts-file FILE")
     if args.prompt == "-": args.prompt = _utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")   # `-`: the prompt is stdin
     prompts = [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
@@ -434,7 +434,7 @@ def cmd_retrieve(args)->int:
     for prompt in prompts:
         try: cover = retrieve(tree, prompt, budget=args.budget or default_budget, params=params)
         except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
-        data = {**cover.to_dict(), "rendered": cover.render()}   # the same fields as the MCP server's structured result
+        data = cover_data(cover, args.all_fact_ids)   # the same fields as the MCP server's structured result
         if args.prompts_file is not None: print(json.dumps({"prompt": prompt, **data}, ensure_ascii=False))
         else: _out(args, _human(cover), data)
         worst = max(worst, 3 if cover.status == "budget_too_small" else 0)
@@ -577,7 +577,7 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #e427de32
+# %% ../nbs/08_cli.ipynb #14c0db43
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
@@ -607,6 +607,7 @@ def _parser()->argparse.ArgumentParser:
     r.add_argument("prompt", nargs="?", default=None, help="the prompt, - for stdin (or use --prompts-file)")
     r.add_argument("--prompts-file", default=None, help="answer every line of this file (- for stdin); JSON lines out")
     r.add_argument("--budget", type=_positive_int, default=None, help="tokens (default: the config's default_budget)")
+    r.add_argument("--all-fact-ids", action="store_true", help="--json: list every fact id under each summary (default: the first 20; fact_ids_complete says which)")
     for k, h in [("beta", "weight of the level loss in the capability score"), ("gamma", "weight of what the parent summary already conveys"),
                  ("tau", "temperature of the aggregation over a child's facts (0 = max)"), ("min_score", "expansions scoring below this stop the walk")]:
         r.add_argument("--" + k.replace("_", "-"), dest=k, type=number, default=None, help=f"{h} (config {k}; default: the stored tree's)")

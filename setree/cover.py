@@ -10,10 +10,10 @@ import numpy as np
 from .core import Tree, count_tokens, is_blank
 
 # %% auto #0
-__all__ = ['DEFAULT_BUDGET', 'HEADER', 'LINE_SEPARATORS', 'ROOT_LABEL_TOKENS', 'check_budget', 'CoverParams', 'one_line',
-           'marker_tokens', 'compact_date', 'line_costs', 'cover_index', 'root_label', 'shown_words', 'prompt_phrases',
-           'render_nodes', 'rendered_tokens', 'fill_budget', 'shown_facts', 'fact_relevance', 'capability_scores',
-           'CoverItem', 'Cover', 'select_cover', 'retrieve']
+__all__ = ['DEFAULT_BUDGET', 'HEADER', 'LINE_SEPARATORS', 'ROOT_LABEL_TOKENS', 'FACT_IDS_SHOWN', 'check_budget', 'CoverParams',
+           'one_line', 'marker_tokens', 'compact_date', 'line_costs', 'cover_index', 'root_label', 'shown_words',
+           'prompt_phrases', 'render_nodes', 'rendered_tokens', 'fill_budget', 'shown_facts', 'fact_relevance',
+           'capability_scores', 'CoverItem', 'Cover', 'cover_data', 'select_cover', 'retrieve']
 
 # %% ../nbs/06_cover.ipynb #27761538
 DEFAULT_BUDGET = 4096  # tokens: the default_budget parameter
@@ -440,6 +440,19 @@ class Cover:
                 "items": [{"marker": it.marker, "node": it.node, "level": it.level, "kind": it.kind, "text": it.text, "date": it.date,
                            "score": _json_float(it.score), "tokens": it.tokens, "n_facts": len(it.fact_ids), "fact_ids": it.fact_ids}
                           for it in self.items]}
+
+# %% ../nbs/06_cover.ipynb #ae46f4e3
+FACT_IDS_SHOWN = 20   # fact ids listed per summary item unless the caller asks for all
+
+def cover_data(c:Cover, # a cover
+               all_fact_ids:bool=False, # keep every summary's full list of fact ids
+              )->dict:
+    "`Cover.to_dict()` plus `rendered`; each summary's `fact_ids` cut to the first `FACT_IDS_SHOWN` unless `all_fact_ids` (`fact_ids_complete` says which)."
+    d = c.to_dict()
+    for it in d["items"]:
+        it["fact_ids_complete"] = all_fact_ids or len(it["fact_ids"]) <= FACT_IDS_SHOWN
+        if not it["fact_ids_complete"]: it["fact_ids"] = it["fact_ids"][:FACT_IDS_SHOWN]
+    return {**d, "rendered": c.render()}
 
 # %% ../nbs/06_cover.ipynb #4a9c4e1f
 class _Walk:

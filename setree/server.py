@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'FACT_IDS_SHOWN', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type',
-           'fact_items', 'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'iso_time',
-           'cover_data', 'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio',
-           'embedder_spec', 'open_app', 'cmd_serve', 'main']
+__all__ = ['TOOLS', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type', 'fact_items',
+           'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'iso_time', 'make_server',
+           'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app',
+           'cmd_serve', 'main']
 
 # %% ../nbs/08b_server.ipynb #b4e51f2b
 try:
@@ -25,10 +25,10 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #3cfd2cc2
+# %% ../nbs/08b_server.ipynb #93d1cd20
 from . import __version__
 from .core import as_facts, patch
-from .cover import check_budget
+from .cover import check_budget, cover_data
 
 # %% ../nbs/08b_server.ipynb #cd1f8555
 _FACT = {"anyOf": [
@@ -424,7 +424,7 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #ebe76271
+# %% ../nbs/08b_server.ipynb #49d95442
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
@@ -436,22 +436,12 @@ def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the fa
                    (f" ({len(d['already_stored'])} already stored, nothing new for: {', '.join(d['already_stored'][:8])})" if d["already_stored"] else "") +
                    f". Visible to retrieve once stats shows applied_seq >= {d['seq']} (normally within a second).", d)
 
-FACT_IDS_SHOWN = 20   # fact ids listed per summary item unless the caller asks for all
 
 def iso_time(t:float|None # seconds since the epoch, or None
             )->str|None: # UTC ISO 8601 with milliseconds, as the pass reports' `started_at`
     from datetime import datetime, timezone
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
-def cover_data(c, # a `setree.cover.Cover`
-               all_fact_ids:bool=False, # keep every summary's full list of fact ids
-              )->dict:
-    "`Cover.to_dict()` plus the rendered text; each summary's `fact_ids` cut to the first `FACT_IDS_SHOWN` unless `all_fact_ids` (`fact_ids_complete` says which)."
-    d = c.to_dict()
-    for it in d["items"]:
-        it["fact_ids_complete"] = all_fact_ids or len(it["fact_ids"]) <= FACT_IDS_SHOWN
-        if not it["fact_ids_complete"]: it["fact_ids"] = it["fact_ids"][:FACT_IDS_SHOWN]
-    return {**d, "rendered": c.render()}
 
 @patch
 def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
