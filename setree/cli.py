@@ -14,7 +14,7 @@ __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP'
            'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
            'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
-# %% ../nbs/08_cli.ipynb #9cba77f5
+# %% ../nbs/08_cli.ipynb #b14286c4
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2."
 
@@ -33,12 +33,12 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines w
             raise UsageError("stdin: the input is one JSON array; give one JSON object per line (.jsonl: {\"text\": ...}) or one fact per line")
         kind = ".jsonl" if _first_line_is_object(text) else ".txt"
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
-    items = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
-    if not items: raise UsageError(f"{path}: no facts in the file")
-    try: return as_facts(items)
-    except (ValueError, TypeError) as e: raise UsageError(f"{path}: {e}") from None
+    numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text)
+    if not numbered: raise UsageError(f"{path}: no facts in the file")
+    try: return as_facts([item for _, item in numbered])   # validated once; only a refusal looks for its line
+    except (ValueError, TypeError) as e: raise UsageError(_first_refused(numbered, path) or f"{path}: {e}") from None
 
-# %% ../nbs/08_cli.ipynb #f5266007
+# %% ../nbs/08_cli.ipynb #4bcc501d
 def _stdin_bytes()->bytes: return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
 
 def _utf8(data:bytes, path:str)->str:
@@ -58,21 +58,19 @@ def _first_line_is_object(text:str)->bool:
     except RecursionError: return True   # a JSON object nested too deeply: read as JSON lines, refused naming the line
     except ValueError: return False
 
-def _refusal(item)->str|None:
-    "Why `as_facts` refuses this one item of a fact file (without its index), or None."
+def _first_refused(numbered:list, path:str)->str|None:
+    "'PATH: line N: why' for the first line that `as_facts` refuses on its own; None when each line alone is fine (a duplicate id)."
     from setree.core import as_facts
-    try: as_facts([item])
-    except (ValueError, TypeError) as e: return str(e).removeprefix("fact 0: ").removesuffix(" at index [0]")
+    for n, item in numbered:
+        try: as_facts([item])
+        except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-def _txt_items(text:str, path:str)->list[str]:
-    "The facts of a .txt file: one per line; only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."
-    lines = [l.removesuffix("\r") for l in text.split("\n")]
-    for n, l in enumerate(lines, 1):
-        if l.strip() and (why := _refusal(l)): raise UsageError(f"{path}: line {n}: {why}")
-    return [l for l in lines if l.strip()]
+def _txt_items(text:str)->list[tuple[int, str]]:
+    "(line number, fact) of a .txt file: one fact per non-blank line; only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."
+    return [(n, l.removesuffix("\r")) for n, l in enumerate(text.split("\n"), 1) if l.strip()]
 
-def _jsonl_items(text:str, path:str)->list[dict]:
-    "The facts of a .jsonl file: one JSON object per line, each checked alone so that an error names its line."
+def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
+    "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
     items = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip(): continue
@@ -82,8 +80,7 @@ def _jsonl_items(text:str, path:str)->list[dict]:
         if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
         t = obj.get("text")
         if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({_json_type(t)})')
-        if why := _refusal(obj): raise UsageError(f"{path}: line {n}: {why}")
-        items.append(obj)
+        items.append((n, obj))
     return items
 
 def _json_type(v)->str:
@@ -148,7 +145,7 @@ def _positive_int(s:str)->int:
     if v is None or v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #5cf7da1d
+# %% ../nbs/08_cli.ipynb #4fa01770
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
@@ -217,20 +214,14 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     if rep["error"]: raise RuntimeError(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it")
     return rep
 
-def _pass_line(rep:dict|str|None, ack=None, db=None, replaced:int=0)->str:
+def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return "queued; not applied yet (--defer): run `setree maintain`"
     if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
                             f"applies it (`setree stats --db {db}` shows applied_seq)")
     if rep["full_rebuild"]:
-        return (f"pass: full rebuild, {rep['inserted']} facts" + (f" (replaced {replaced} facts)" if replaced else "")
-                + f", {rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
+        return f"pass: full rebuild, {rep['inserted']} facts, {rep['resummarized']} summaries written, in {rep['seconds']:.2f} s"
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
             f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
-
-def _fact_count(path)->int:
-    "Facts the store holds now (0 for a missing file)."
-    if not Path(path).exists(): return 0
-    with _open_store(str(path)) as st: return int(st.stats()["facts"])
 
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
@@ -242,7 +233,7 @@ def cmd_build(args)->int:
     with _kb(args) as kb:
         kb._config = cfg
         if args.quiet: kb.progress = False
-        before = _fact_count(kb.path) if args.replace else 0
+        before = int(kb.stats()["facts"]) if args.replace else 0
         try: ack = kb.build(facts, replace=args.replace)
         except ValueError as e:
             if "already holds" not in str(e): raise UsageError(str(e)) from None
@@ -282,7 +273,7 @@ def _ack_lines(what:str, ack)->str:
     return "\n".join(lines)
 
 
-def _marker_hint(ids)->str:
+def _marker_hint()->str:
     "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
     return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
@@ -311,11 +302,11 @@ def _remove_new_store(kb)->bool:
     for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{kb.path}{suffix}").unlink(missing_ok=True)
     return True
 
-def _mutate(args, what:str, fn, ids=())->int:
+def _mutate(args, what:str, fn)->int:
     new = not Path(args.db).exists()
     with _kb(args, create=what == "insert") as kb:
         try: ack = fn(kb)
-        except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint(ids) if "like the markers" in str(e) else "")) from None
+        except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint() if "like the markers" in str(e) else "")) from None
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         try: rep = _pass(kb, args, what, ack)
         except KeyboardInterrupt: return _interrupted(kb, what, ack, created=new)
@@ -330,11 +321,11 @@ def cmd_insert(args)->int:
 
 def cmd_forget(args)->int:
     "setree forget ID... --db PATH [--defer]: queue deletions, then apply them."
-    return _mutate(args, "forget", lambda kb: kb.forget(args.ids), args.ids)
+    return _mutate(args, "forget", lambda kb: kb.forget(args.ids))
 
 def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
-    return _mutate(args, "update", lambda kb: kb.update(args.id, args.text), [args.id])
+    return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass."
