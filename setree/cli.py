@@ -140,7 +140,7 @@ def positive_seconds(s:str)->float:
     return v
 
 def _positive_int(s:str)->int:
-    "argparse type for budgets: only positive integers in ASCII digits (case C-15: '12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused)."
+    "argparse type for budgets: only positive integers in ASCII digits ('12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused)."
     v = _int(s)
     if v is None or v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens (ASCII digits 0-9), got {s!r}")
     return v

@@ -47,7 +47,7 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #5fd9cd48
+# %% ../nbs/00_core.ipynb #682d177d
 MAX_META_DEPTH = 100   # levels of objects/arrays a fact's meta may nest: deeper JSON could be stored by one process and fail to load in another
 
 def _nesting(x)->int:
@@ -82,8 +82,9 @@ def _check_id_meta(i, fid, meta):
             raise ValueError(f"fact {i}: id {fid!r} looks like a marker of a retrieved context ([f1], [s2]); give another id")
     if meta is not None and not isinstance(meta, dict): raise TypeError(f"fact {i}: meta must be an object (dict), got {type(meta).__name__}")
     if meta and _nesting(meta) > MAX_META_DEPTH: raise ValueError(f"fact {i}: meta is nested too deeply (more than {MAX_META_DEPTH} levels)")
-    try: json.dumps(meta, allow_nan=False)
-    except (TypeError, ValueError) as e: raise ValueError(f"fact {i}: meta cannot be stored as JSON ({e})") from None
+    if meta:   # an empty meta is always storable: no JSON encoding per fact
+        try: json.dumps(meta, allow_nan=False)
+        except (TypeError, ValueError) as e: raise ValueError(f"fact {i}: meta cannot be stored as JSON ({e})") from None
     return fid, meta
 
 def _one_fact(i, item):
@@ -178,7 +179,7 @@ def wordpiece_tokenizer(vocab:str|Path|None=None, # vocab.txt (one token per lin
     if max_length is not None: tok.enable_truncation(max_length=max_length)
     return tok
 
-# %% ../nbs/00_core.ipynb #dd7c19c2
+# %% ../nbs/00_core.ipynb #d6c2c73d
 @lru_cache(maxsize=1)
 def _counter(): return wordpiece_tokenizer(max_length=None)
 
@@ -190,10 +191,14 @@ _DROPPED = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\xad\u0600-\u0605\u0
                       "\u2060-\u2064\u2066-\u206f\ue000-\uf8ff\ufeff\ufff9-\ufffb\ufffd\U000110bd\U0001bca0-\U0001bca3"
                       "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
 
+def _has_dropped(text:str)->bool:
+    "Whether `text` holds a character the normalizer drops; a printable ASCII text (most facts) cannot, and is not searched."
+    return not (text.isascii() and text.isprintable()) and _DROPPED.search(text) is not None
+
 def strip_dropped(text:str # any text
                  )->str: # `text` without the characters the normalizer drops (they carry no word: zero-width, format, control, private use)
     "What the tokenizer reads of `text`: two texts equal after it differ only in invisible characters (`setree.store.norm_text` uses it)."
-    return _DROPPED.sub("", text) if _DROPPED.search(text) else text
+    return _DROPPED.sub("", text) if _has_dropped(text) else text
 
 def token_costs(enc, # a `tokenizers.Encoding` of the counter (no special tokens)
                 text:str, # the text `enc` encodes (its dropped characters are charged)
@@ -214,7 +219,7 @@ def encoding_tokens(enc, # a `tokenizers.Encoding` of the counter (no special to
                    )->int: # `token_costs(enc, text).sum()`, or the number of dropped characters when there is no token
     "The budget cost of one encoding: WordPiece tokens, where an `[UNK]` costs one token per character of the word it replaces and a dropped character one token."
     ids = enc.ids
-    if _DROPPED.search(text):   # rare: a precompiled test first
+    if _has_dropped(text):   # rare: printable ASCII skips even the regex
         return int(token_costs(enc, text).sum()) if ids else len(_DROPPED.findall(text))
     return len(ids) if UNK_ID not in ids else int(token_costs(enc, text).sum())
 
