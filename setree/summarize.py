@@ -120,7 +120,7 @@ def quoted_facts(text:str, # a summary
     hit = [i for i in cand if _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #9266768e
+# %% ../nbs/03_summarize.ipynb #eb94d6de
 _TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
 
 def token_info(texts:list[str] # fact texts
@@ -137,10 +137,18 @@ def token_info(texts:list[str] # fact texts
     info = [_TOKEN_INFO[t] for t in texts]
     return np.array([a for a, _ in info], np.int64), np.array([b for _, b in info], bool)
 
+# A word of ASCII letters and digits (at most 100, WordPiece's longest word) between ASCII whitespace or punctuation is its own
+# pre-token, and the vocabulary holds every letter and digit with and without `##`: such a text has a token that is not [UNK].
+_PLAIN_WORD = re.compile(r"(?:^|[ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{1,100}(?=$|[ \t\n\r!-/:-@\[-`{-~])")
+
 def unknown_only(texts:list[str] # fact texts
                 )->np.ndarray: # bool (n,): True where every token of the text is [UNK]
-    "Flag texts the embedder's vocabulary cannot read at all (every WordPiece token is `[UNK]`)."
-    return token_info(texts)[1]
+    """Flag texts the embedder's vocabulary cannot read at all (every WordPiece token is `[UNK]`). A text with a plain ASCII word
+    is readable without tokenizing it; only the others go through `token_info`."""
+    texts = list(texts)
+    hard = [t for t in texts if t not in _TOKEN_INFO and not _PLAIN_WORD.search(t)]
+    if hard: token_info(hard)
+    return np.fromiter((t in _TOKEN_INFO and _TOKEN_INFO[t][1] for t in texts), bool, len(texts))
 
 # %% ../nbs/03_summarize.ipynb #cb01c7f5
 STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
@@ -185,7 +193,7 @@ def term_stats(texts:list[str] # every fact of the knowledge base
     for t in texts: c.update(k for k, _ in fact_phrases(t))
     return TermStats(len(texts), dict(c))
 
-# %% ../nbs/03_summarize.ipynb #087032d7
+# %% ../nbs/03_summarize.ipynb #eaa726a7
 def phrase_weights(texts:list[str], # the node's facts, most central first
                    background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
                   )->list[tuple]: # [(weight, key, surface, facts), ...] best first, weight > 0; facts: positions in `texts`
@@ -219,8 +227,11 @@ def keyphrases(texts:list[str], # the node's facts, most central first
     if groups is None: turns = [np.arange(len(ranked))]
     else:
         g = np.asarray(groups)
-        kids = sorted(set(g.tolist()), key=lambda c: (-(g == c).sum(), c))           # largest child first
-        turns = [np.array([j for j, (_, _, _, f) in enumerate(ranked) if (g[f] == c).any()], np.int64) for c in kids]
+        ks, cnt = np.unique(g, return_counts=True)
+        by = {k: [] for k in ks[np.lexsort((ks, -cnt))].tolist()}                     # largest child first
+        for j, (_, _, _, f) in enumerate(ranked):
+            for k in np.unique(g[f]).tolist(): by[k].append(j)                         # the phrase is one of each of its children's
+        turns = [np.array(v, np.int64) for v in by.values()]
     used, chosen, room, ptr = set(exclude), [], cap, [0] * len(turns)
     while any(p < len(t) for p, t in zip(ptr, turns)):
         for ti, t in enumerate(turns):
@@ -232,7 +243,7 @@ def keyphrases(texts:list[str], # the node's facts, most central first
                 if groups is not None: break
     return ", ".join(chosen)
 
-# %% ../nbs/03_summarize.ipynb #b0b79a94
+# %% ../nbs/03_summarize.ipynb #2dbd2a3d
 _PHRASE_ID: dict = {}          # phrase key -> id (process-wide vocabulary of `fact_phrases` keys)
 _PHRASE_KEYS: list = []        # id -> phrase key
 _PHRASE_WORDS = np.full((1024, 2), -1, np.int64)   # id -> ids of the two words of a word pair; (-1, -1) for a single word
@@ -258,24 +269,10 @@ def prime(texts:list[str] # fact texts the process will summarize again and agai
     "Fill this process's per-text phrase caches (`fact_phrases` and the phrase ids `top_phrases` counts with) for `texts`."
     for t in texts: _fact_phrase_ids(t)
 
-def top_phrases(texts:list[str], # the node's facts, most central first
-                background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
-                limit:int=64, # how many of the best phrases
-               )->list[tuple]: # `phrase_weights(texts, background)[:limit]`, the same entries
-    """The `limit` best entries of `phrase_weights`, counted with arrays over the node's phrase ids: the time grows with the node's
-    words, with one dictionary look-up per distinct phrase and exact (`phrase_weights`') arithmetic only for the candidates."""
-    n = len(texts)
-    if not n or limit < 1: return []
-    ids = [_fact_phrase_ids(t) for t in texts]
-    lens = np.fromiter(map(len, ids), np.int64, n)
-    if not lens.sum(): return []
-    cat = np.concatenate(ids); fpos = np.repeat(np.arange(n), lens)
-    u, first, c = np.unique(cat, return_index=True, return_counts=True)
-    keys = _PHRASE_KEYS
-    if background is None: bdf, N = c, n
-    else:
-        get = background.df.get; N = max(background.n, n)
-        bdf = np.fromiter((get(keys[i], 0) for i in u.tolist()), np.int64, len(u))
+def _approx_weights(u:np.ndarray, c:np.ndarray, bdf:np.ndarray, # (p,) phrase ids (sorted), counts in the node, background counts
+                    n:int, N:int, seen:np.ndarray|None=None, # facts in the node and in all; bool (p,) phrases whose bdf is known (None: all)
+                   )->tuple: # (approx (p,) float64, -1 where filtered or unknown; df (p,) int64; {df: log(N/df)})
+    "Weights `c/n · log(N/df)` of the node's phrases before rounding; a word pair counts only where it recurs and has no common word."
     df = np.maximum(bdf, c)
     W = _PHRASE_WORDS[u]
     pair = W[:, 0] >= 0
@@ -286,6 +283,47 @@ def top_phrases(texts:list[str], # the node's facts, most central first
     logs = {int(d): math.log(max(N, int(d)) / int(d)) for d in ud.tolist()}   # the same float as phrase_weights' math.log
     approx = c / n * np.array([logs[d] for d in ud.tolist()])[inv.ravel()]
     approx[bad] = -1.0
+    if seen is not None: approx[~seen] = -1.0
+    return approx, df, logs
+
+def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:int, limit:int)->tuple:
+    """Background counts of only the phrases that can rank among the `limit` best, and which ones were looked up: since df >= c,
+    no phrase weighs more than `c/n · log(N/c)`; phrases are looked up by that bound, best first, until no other can reach the
+    `limit`-th weight found (a margin of 2e-9 over the candidates' 1e-9). Most of a large node's phrases occur once and are skipped."""
+    get, keys = background.df.get, _PHRASE_KEYS
+    bdf, seen = np.zeros(len(u), np.int64), np.zeros(len(u), bool)
+    ub = c / n * np.log(N / c)
+    rank = np.argsort(-ub, kind="stable")
+    W = _PHRASE_WORDS[u]; wpos = np.searchsorted(u, np.where((W[:, 0] >= 0)[:, None], W, u[:, None]))
+    k, step = 0, 8 * limit
+    while k < len(u):
+        take = rank[k:k + step]; k += len(take); step *= 2
+        need = np.unique(np.concatenate([take, wpos[take].ravel()]))   # with the words of the pairs (whether a word is common)
+        need = need[~seen[need]]
+        bdf[need] = np.fromiter((get(keys[i], 0) for i in u[need].tolist()), np.int64, len(need)); seen[need] = True
+        if k < len(u):
+            a = _approx_weights(u, c, bdf, n, N, seen)[0]; a = a[a > 0]
+            if len(a) >= limit and ub[rank[k]] < np.partition(a, len(a) - limit)[len(a) - limit] - 2e-9: break
+    return bdf, seen
+
+def top_phrases(texts:list[str], # the node's facts, most central first
+                background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
+                limit:int=64, # how many of the best phrases
+               )->list[tuple]: # `phrase_weights(texts, background)[:limit]`, the same entries
+    """The `limit` best entries of `phrase_weights`, counted with arrays over the node's phrase ids: the time grows with the node's
+    words, with dictionary look-ups only for the phrases that can rank among the best and exact (`phrase_weights`') arithmetic only
+    for the candidates."""
+    n = len(texts)
+    if not n or limit < 1: return []
+    ids = [_fact_phrase_ids(t) for t in texts]
+    lens = np.fromiter(map(len, ids), np.int64, n)
+    if not lens.sum(): return []
+    cat = np.concatenate(ids); fpos = np.repeat(np.arange(n), lens)
+    u, first, c = np.unique(cat, return_index=True, return_counts=True)
+    keys = _PHRASE_KEYS
+    if background is None: N, bdf, seen = n, c, None
+    else: N = max(background.n, n); bdf, seen = _background_df(background, u, c, n, N, limit)
+    approx, df, logs = _approx_weights(u, c, bdf, n, N, seen)
     ok = np.flatnonzero(approx > 0)
     if not len(ok): return []
     if len(ok) > limit:   # candidates: every phrase that can still rank among the best after rounding to 1e-12
@@ -436,7 +474,7 @@ def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked reque
             if kp: return f + " " + kp, "keyphrases+fact"
     return keyphrases(texts, cap, r.background, groups=_groups(r, order)), "keyphrases"
 
-# %% ../nbs/03_summarize.ipynb #de83aa35
+# %% ../nbs/03_summarize.ipynb #48aa899b
 @patch
 def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
              )->Summary: # tokens <= min(target_tokens, max_tokens), except one whole fact within max_tokens when nothing smaller fits
@@ -444,7 +482,8 @@ def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
     r = check_request(r)
     cap = min(int(r.target_tokens), int(r.max_tokens))
     order, _ = self.ranking(r)
-    tok, unk = token_info(r.fact_texts)
+    tok = token_info(r.fact_texts)[0] if r.fact_tokens is None else np.asarray(r.fact_tokens, np.int64)
+    unk = unknown_only(r.fact_texts)
     if unk.all(): unk[:] = False                     # nothing readable: the node's own facts are all it has
     order = order[~unk[order]]
     shown = self.shown_below(r, tok)
