@@ -120,7 +120,7 @@ def quoted_facts(text:str, # a summary
     hit = [i for i in cand if _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #eb94d6de
+# %% ../nbs/03_summarize.ipynb #0ff8dfee
 _TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
 
 def token_info(texts:list[str] # fact texts
@@ -141,14 +141,20 @@ def token_info(texts:list[str] # fact texts
 # pre-token, and the vocabulary holds every letter and digit with and without `##`: such a text has a token that is not [UNK].
 _PLAIN_WORD = re.compile(r"(?:^|[ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{1,100}(?=$|[ \t\n\r!-/:-@\[-`{-~])")
 
+_UNKNOWN: dict = {}   # text -> every token is [UNK], remembered per process like _TOKEN_INFO
+
 def unknown_only(texts:list[str] # fact texts
                 )->np.ndarray: # bool (n,): True where every token of the text is [UNK]
     """Flag texts the embedder's vocabulary cannot read at all (every WordPiece token is `[UNK]`). A text with a plain ASCII word
     is readable without tokenizing it; only the others go through `token_info`."""
     texts = list(texts)
-    hard = [t for t in texts if t not in _TOKEN_INFO and not _PLAIN_WORD.search(t)]
-    if hard: token_info(hard)
-    return np.fromiter((t in _TOKEN_INFO and _TOKEN_INFO[t][1] for t in texts), bool, len(texts))
+    new = list(dict.fromkeys(t for t in texts if t not in _UNKNOWN))
+    if new:
+        if len(_UNKNOWN) > 1 << 20: _UNKNOWN.clear()
+        hard = [t for t in new if not _PLAIN_WORD.search(t)]
+        flags = dict(zip(hard, token_info(hard)[1].tolist())) if hard else {}
+        _UNKNOWN.update((t, flags.get(t, False)) for t in new)
+    return np.fromiter(map(_UNKNOWN.__getitem__, texts), bool, len(texts))
 
 # %% ../nbs/03_summarize.ipynb #cb01c7f5
 STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
