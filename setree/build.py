@@ -272,7 +272,7 @@ def _apply(tree:Tree, nodes, summaries, embedder):
     for v in single: tree.emb[v] = tree.emb[tree.quotes[v][0]]
     if rest: tree.emb[rest] = embedder.embed([tree.texts[v] for v in rest])
 
-# %% ../nbs/05_build.ipynb #62c02a8e
+# %% ../nbs/05_build.ipynb #57973a79
 def _offsets(tree:Tree, nodes, mu, epsilon):
     "Children whose angle to the parent summary, arccos <s_p, mu_c>, exceeds epsilon (radians): {node: [child index, ...]}."
     out = {}
@@ -282,6 +282,7 @@ def _offsets(tree:Tree, nodes, mu, epsilon):
         if len(bad): out[int(v)] = bad.tolist()
     return out
 
+# %% ../nbs/05_build.ipynb #fc47d45f
 def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb[:N]
                    summarizer, # an object with `summarize_many(list[SummaryRequest]) -> list[Summary]` and `name`
                    embedder, # embeds the summaries
@@ -303,14 +304,18 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     bg = term_stats(tree.texts[:N]) if background is None else background   # the knowledge base's phrase statistics, for keyphrase summaries
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
-        if not nodes: continue
-        _apply(tree, nodes, run_summarizer(summarizer, _requests(tree, nodes, E, mu, config.summary_tokens, background=bg), embedder, progress, until), embedder)
-        if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization (SPEC "Summarizers")
-            focus = _offsets(tree, nodes, mu, config.epsilon)
-            if focus:
-                redo = sorted(focus)
-                _apply(tree, redo, run_summarizer(summarizer, _requests(tree, redo, E, mu, config.summary_tokens, focus, bg), embedder, progress, until, True), embedder)
+        if nodes: _summarize_level(tree, nodes, summarizer, embedder, config, E, mu, bg, progress, until)
     return tree
+
+# %% ../nbs/05_build.ipynb #9d268073
+def _summarize_level(tree:Tree, nodes:list[int], summarizer, embedder, config:Config, E, mu, bg, progress, until:float):
+    "Summarize `nodes` (one level) and apply the summaries; `until`: the time.monotonic() instant the build's LLM time ends."
+    _apply(tree, nodes, run_summarizer(summarizer, _requests(tree, nodes, E, mu, config.summary_tokens, background=bg), embedder, progress, until), embedder)
+    if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization
+        focus = _offsets(tree, nodes, mu, config.epsilon)
+        if focus:
+            redo = sorted(focus)
+            _apply(tree, redo, run_summarizer(summarizer, _requests(tree, redo, E, mu, config.summary_tokens, focus, bg), embedder, progress, until, True), embedder)
 
 # %% ../nbs/05_build.ipynb #8b50d823
 def unique_facts(items # anything `setree.core.as_facts` accepts
