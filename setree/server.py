@@ -226,7 +226,7 @@ def check_arguments(name:str, # the tool's name
             except (TypeError, ValueError) as e: raise InvalidParams(in_json(str(e))) from None
     return args
 
-# %% ../nbs/08b_server.ipynb #0fce538c
+# %% ../nbs/08b_server.ipynb #399faf2a
 class Writer:
     "The single background thread that drains the knowledge base's queue: one pass after `quiet_s` without a new change."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`
@@ -248,17 +248,22 @@ class Writer:
 
     def start(self)->Writer: self._thread.start(); return self
 
-    def changed(self):
-        "Note a queued change: a pass follows after the quiet window."
-        with self._cv: self._dirty = time.monotonic(); self._cv.notify_all()
+# %% ../nbs/08b_server.ipynb #82f21326
+@patch
+def changed(self:Writer):
+    "Note a queued change: a pass follows after the quiet window."
+    with self._cv: self._dirty = time.monotonic(); self._cv.notify_all()
 
-    def request(self)->int:
-        "Ask for a pass now; returns a ticket for `wait`."
-        with self._cv: self._requested += 1; self._cv.notify_all(); return self._requested
+# %% ../nbs/08b_server.ipynb #b04ed750
+@patch
+def request(self:Writer)->int:
+    "Ask for a pass now; returns a ticket for `wait`."
+    with self._cv: self._requested += 1; self._cv.notify_all(); return self._requested
 
-    def wait(self, ticket:int, timeout:float)->bool:
-        "Wait until a pass that started after `request()` returned `ticket` has finished; False on timeout."
-        with self._cv: return self._cv.wait_for(lambda: self._served >= ticket or self._stop, timeout)
+@patch
+def wait(self:Writer, ticket:int, timeout:float)->bool:
+    "Wait until a pass that started after `request()` returned `ticket` has finished; False on timeout."
+    with self._cv: return self._cv.wait_for(lambda: self._served >= ticket or self._stop, timeout)
 
 # %% ../nbs/08b_server.ipynb #18ddb1cc
 @patch
@@ -351,7 +356,7 @@ def _sigint_ignored():
     try: yield
     finally: signal.signal(signal.SIGINT, old)
 
-# %% ../nbs/08b_server.ipynb #a5a65c28
+# %% ../nbs/08b_server.ipynb #5fd28a91
 class PassWorker:
     "Maintenance passes in one child process (spawned on first use, restarted if it dies); `maintain()` blocks the calling thread only."
     def __init__(self, path, # the store file
@@ -362,18 +367,20 @@ class PassWorker:
     @property
     def pid(self)->int|None: return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
 
-    def start(self)->PassWorker:
-        "Spawn the worker and wait until it has opened the store; raises `RuntimeError` if it cannot."
-        import multiprocessing as mp
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_pass_worker, args=(child, self.path, self.spec), name="setree-pass", daemon=True)
-        with _sigint_ignored(): self._proc.start()   # born ignoring Ctrl-C, which the terminal sends to the whole process group
-        child.close()
-        try: kind, _ = self._conn.recv()
-        except EOFError: kind = None
-        if kind != "ready": raise RuntimeError(f"the pass worker process could not open {self.path} (exit code {self._proc.exitcode})")
-        return self
+# %% ../nbs/08b_server.ipynb #172e3bbe
+@patch
+def start(self:PassWorker)->PassWorker:
+    "Spawn the worker and wait until it has opened the store; raises `RuntimeError` if it cannot."
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    self._conn, child = ctx.Pipe()
+    self._proc = ctx.Process(target=_pass_worker, args=(child, self.path, self.spec), name="setree-pass", daemon=True)
+    with _sigint_ignored(): self._proc.start()   # born ignoring Ctrl-C, which the terminal sends to the whole process group
+    child.close()
+    try: kind, _ = self._conn.recv()
+    except EOFError: kind = None
+    if kind != "ready": raise RuntimeError(f"the pass worker process could not open {self.path} (exit code {self._proc.exitcode})")
+    return self
 
 # %% ../nbs/08b_server.ipynb #0ef0760d
 @patch
