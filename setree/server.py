@@ -622,7 +622,7 @@ def _is_pipe(fd:int)->bool:
     m = os.fstat(fd).st_mode
     return stat.S_ISFIFO(m) or stat.S_ISSOCK(m)
 
-# %% ../nbs/08b_server.ipynb #75ee4b01
+# %% ../nbs/08b_server.ipynb #d42e9d93
 class WireIn:
     """The client's messages, read from a private copy of descriptor 0 (on the event loop when it is a pipe or socket, else
     from a worker thread) and parsed once by `read_message`: it yields the SDK's messages and `JSONRPCError` answers."""
@@ -632,45 +632,53 @@ class WireIn:
 
     def __aiter__(self): return self._lines()
 
-    async def _readline(self):
-        if _is_pipe(self._f.fileno()):
-            import asyncio
-            loop = asyncio.get_running_loop()
-            reader = asyncio.StreamReader(limit=1 << 30, loop=loop)   # one request line may hold a whole knowledge base
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self._f)
-            return reader.readline
-        return lambda: anyio.to_thread.run_sync(self._f.readline, abandon_on_cancel=True)
+# %% ../nbs/08b_server.ipynb #54c13fdf
+@patch
+async def _readline(self:WireIn):
+    if _is_pipe(self._f.fileno()):
+        import asyncio
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 30, loop=loop)   # one request line may hold a whole knowledge base
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self._f)
+        return reader.readline
+    return lambda: anyio.to_thread.run_sync(self._f.readline, abandon_on_cancel=True)
 
-    async def _lines(self):
-        readline = await self._readline()
-        while raw := await readline():
-            msg = read_message(raw.decode("utf-8", "surrogateescape"))
-            if msg is None: continue
-            if isinstance(msg, mt.JSONRPCError): logging.getLogger("setree.server").info("refused request %r: %s", msg.id, msg.error.message)
-            yield msg
+# %% ../nbs/08b_server.ipynb #9a5aba96
+@patch
+async def _lines(self:WireIn):
+    readline = await self._readline()
+    while raw := await readline():
+        msg = read_message(raw.decode("utf-8", "surrogateescape"))
+        if msg is None: continue
+        if isinstance(msg, mt.JSONRPCError): logging.getLogger("setree.server").info("refused request %r: %s", msg.id, msg.error.message)
+        yield msg
 
-# %% ../nbs/08b_server.ipynb #c02950d2
+# %% ../nbs/08b_server.ipynb #15153b99
 class WireOut:
     "The wire's write side on a private copy of descriptor 1: written on the event loop when it is a pipe or socket (no thread per message), else from a worker thread."
     def __init__(self, fd:int # a writable file descriptor (the server's copy of its stdout)
                 ):
         self._f, self._w = os.fdopen(fd, "wb", closefd=True), None
 
-    async def _open(self):
-        if not _is_pipe(self._f.fileno()): self._w = False; return
-        import asyncio
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self._f)
-        self._w = asyncio.StreamWriter(transport, protocol, None, loop)
+# %% ../nbs/08b_server.ipynb #171d712f
+@patch
+async def _open(self:WireOut):
+    if not _is_pipe(self._f.fileno()): self._w = False; return
+    import asyncio
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self._f)
+    self._w = asyncio.StreamWriter(transport, protocol, None, loop)
 
-    async def write(self, text:str):
-        if self._w is None: await self._open()
-        if self._w is False: await anyio.to_thread.run_sync(self._f.write, text.encode("utf-8"))
-        else: self._w.write(text.encode("utf-8"))
+@patch
+async def write(self:WireOut, text:str):
+    if self._w is None: await self._open()
+    if self._w is False: await anyio.to_thread.run_sync(self._f.write, text.encode("utf-8"))
+    else: self._w.write(text.encode("utf-8"))
 
-    async def flush(self):
-        if self._w is False: await anyio.to_thread.run_sync(self._f.flush)
-        elif self._w is not None: await self._w.drain()
+@patch
+async def flush(self:WireOut):
+    if self._w is False: await anyio.to_thread.run_sync(self._f.flush)
+    elif self._w is not None: await self._w.drain()
 
 # %% ../nbs/08b_server.ipynb #52f5d7c7
 @contextmanager
