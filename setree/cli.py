@@ -167,7 +167,7 @@ def _positive_int(s:str)->int:
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
-# %% ../nbs/08_cli.ipynb #a173de18
+# %% ../nbs/08_cli.ipynb #4722e468
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
     from setree.store import Store, StoreError
@@ -176,7 +176,6 @@ def _open_store(path:str, create:bool=False):
     try: return Store(p, create=True) if create else Store(p, create=False, readonly=True)
     except StoreError as e: raise UsageError(str(e)) from None
 
-# %% ../nbs/08_cli.ipynb #52fde621
 def _embedder(name:str):
     from setree.embed import get_embedder
     return get_embedder(name)
