@@ -166,7 +166,7 @@ def close(self:ChatSummarizer):
     "Close the HTTP client and its connections (the summarizer cannot be used afterwards)."
     self._client.close()
 
-# %% ../nbs/03b_chat.ipynb #470a9492
+# %% ../nbs/03b_chat.ipynb #d80744d7
 @patch
 def request(self:ChatSummarizer, messages:list[dict], # OpenAI chat messages
             left:float, # seconds left for this request (the call's or the build's limit, whichever is nearer)
@@ -177,19 +177,35 @@ def request(self:ChatSummarizer, messages:list[dict], # OpenAI chat messages
     body = {"model": self.model, "messages": messages, "temperature": self.temperature, "max_tokens": max_tokens, **self.extra_body}
     cap = lambda t: max(0.01, min(t, left))
     timeout = httpx.Timeout(connect=cap(self.connect_timeout), read=cap(self.read_timeout), write=cap(self.read_timeout), pool=cap(self.read_timeout))
-    t_end = time.monotonic() + min(self.deadline, left)
+    resp, raw = self._post(body, timeout, min(self.deadline, left))
+    return _parse_reply(resp, raw)
+
+# %% ../nbs/03b_chat.ipynb #b9657f52
+@patch
+def _post(self:ChatSummarizer, body:dict, # the request JSON
+          timeout, # its `httpx.Timeout`
+          limit:float, # seconds for the whole reply
+         )->tuple: # (the response, its body as bytes)
+    "POST `body` to the endpoint. Raises `ChatError` for a timeout, a connection failure or a reply over 4 MiB."
+    import httpx
+    t_end = time.monotonic() + limit
     try:
         with self._client.stream("POST", self.endpoint, json=body, timeout=timeout) as resp:
             chunks, size = [], 0
             for chunk in resp.iter_bytes():
                 chunks.append(chunk); size += len(chunk)
-                if time.monotonic() > t_end: raise ChatError(f"reply not complete within {min(self.deadline, left):.3g} s", unavailable=True, reason="timeout")
+                if time.monotonic() > t_end: raise ChatError(f"reply not complete within {limit:.3g} s", unavailable=True, reason="timeout")
                 if size > 4 << 20: raise ChatError("reply larger than 4 MiB")
             raw = b"".join(chunks)
     except httpx.TimeoutException as e:
-        raise ChatError(f"{type(e).__name__}: no answer within {cap(self.read_timeout):.3g} s", unavailable=True, reason="timeout") from None
+        raise ChatError(f"{type(e).__name__}: no answer within {timeout.read:.3g} s", unavailable=True, reason="timeout") from None
     except httpx.HTTPError as e:  # connection refused/reset, protocol errors
         raise ChatError(f"{type(e).__name__}: {e}", unavailable=True) from None
+    return resp, raw
+
+# %% ../nbs/03b_chat.ipynb #eaeffb06
+def _parse_reply(resp, raw:bytes)->tuple[str, object]:
+    "(clean_reply(content), finish_reason) of the endpoint's response `resp` with body `raw`. Raises `ChatError`."
     code, snippet = resp.status_code, raw[:200].decode("utf-8", "replace")
     if code in (408, 429) or code >= 500:
         raise ChatError(f"HTTP {code}: {snippet}", unavailable=True, retry_after=parse_retry_after(resp.headers.get("retry-after")))
