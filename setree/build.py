@@ -94,7 +94,7 @@ CONFIG_RANGES = {"tau": "a number >= 0", "epsilon": "0 to pi radians", "summary_
                  "gamma": "a finite number", "seed": "an integer >= 0", "llm_timeout": "more than 0 seconds",
                  "glimpse": "an integer >= 0"}
 
-# %% ../nbs/05_build.ipynb #9dfbbfd1
+# %% ../nbs/05_build.ipynb #1c02d8ea
 class Progress:
     "Stage timer and progress on stderr (never stdout): a bar in a terminal, periodic lines otherwise. `timings` maps stage -> seconds."
     def __init__(self, show:bool|None=None, # None: a bar in a terminal, else lines once the build runs longer than `interval`; True: always; False: never
@@ -108,65 +108,78 @@ class Progress:
         self.total, self.done_n, self.redo, self.fallbacks = 0, 0, 0, {}
         self._lock, self._stop, self._thread = threading.Lock(), threading.Event(), None
 
-    def stage(self, name:str|None):
-        "Close the current stage and start `name` (None: no stage)."
-        now = time.perf_counter()
-        if self._stage: self.timings[self._stage] = self.timings.get(self._stage, 0.0) + now - self._t
-        self._stage, self._t = name, now
-        if not (self.active and name): return
-        if self._thread is None:
-            self._thread = threading.Thread(target=_tick, args=(weakref.ref(self), self._stop, 0.5 if self.tty else self.interval),
-                                            name="setree-progress", daemon=True)
-            self._thread.start()
-        if self.tty or self.show: self._emit()
+# %% ../nbs/05_build.ipynb #9f2b6f9d
+@patch
+def stage(self:Progress, name:str|None):
+    "Close the current stage and start `name` (None: no stage)."
+    now = time.perf_counter()
+    if self._stage: self.timings[self._stage] = self.timings.get(self._stage, 0.0) + now - self._t
+    self._stage, self._t = name, now
+    if not (self.active and name): return
+    if self._thread is None:
+        self._thread = threading.Thread(target=_tick, args=(weakref.ref(self), self._stop, 0.5 if self.tty else self.interval),
+                                        name="setree-progress", daemon=True)
+        self._thread.start()
+    if self.tty or self.show: self._emit()
 
-    def expect(self, n:int # summaries about to be asked for
-              ):
-        "Add `n` to the number of summaries the progress line counts towards."
-        self.total += int(n)
+# %% ../nbs/05_build.ipynb #14ec3eac
+@patch
+def expect(self:Progress, n:int # summaries about to be asked for
+          ):
+    "Add `n` to the number of summaries the progress line counts towards."
+    self.total += int(n)
 
-    def summary(self, s, redo:bool=False):
-        "Count one finished summary (a `setree.summarize.Summary`); `redo`: a re-asked node (offset-aware re-summarization)."
-        from setree.chat import fallback_reason
-        why = fallback_reason(s.summarizer)
-        with self._lock:
-            if redo: self.redo += 1
-            else: self.done_n += 1
-            if why is not None: self.fallbacks[why or "unspecified"] = self.fallbacks.get(why or "unspecified", 0) + 1
-        if self.tty and self.active: self._emit()
+@patch
+def summary(self:Progress, s, redo:bool=False):
+    "Count one finished summary (a `setree.summarize.Summary`); `redo`: a re-asked node (offset-aware re-summarization)."
+    from setree.chat import fallback_reason
+    why = fallback_reason(s.summarizer)
+    with self._lock:
+        if redo: self.redo += 1
+        else: self.done_n += 1
+        if why is not None: self.fallbacks[why or "unspecified"] = self.fallbacks.get(why or "unspecified", 0) + 1
+    if self.tty and self.active: self._emit()
 
-    def status(self)->str:
-        "One line: stage, summaries done / total (re-asked), fallbacks by reason, elapsed seconds."
-        with self._lock: done, redo, fb = self.done_n, self.redo, dict(self.fallbacks)
-        parts = [self._stage or "done"]
-        if self.total: parts.append(f"{done}/{self.total} summaries" + (f" (+{redo} re-asked)" if redo else ""))
-        if fb: parts.append(f"{sum(fb.values())} fell back (" + ", ".join(f"{k} {v}" for k, v in sorted(fb.items())) + ")")
-        return ", ".join(parts) + f", {time.perf_counter() - self.t0:.0f} s"
+# %% ../nbs/05_build.ipynb #4a5bbfc8
+@patch
+def status(self:Progress)->str:
+    "One line: stage, summaries done / total (re-asked), fallbacks by reason, elapsed seconds."
+    with self._lock: done, redo, fb = self.done_n, self.redo, dict(self.fallbacks)
+    parts = [self._stage or "done"]
+    if self.total: parts.append(f"{done}/{self.total} summaries" + (f" (+{redo} re-asked)" if redo else ""))
+    if fb: parts.append(f"{sum(fb.values())} fell back (" + ", ".join(f"{k} {v}" for k, v in sorted(fb.items())) + ")")
+    return ", ".join(parts) + f", {time.perf_counter() - self.t0:.0f} s"
 
-    def _emit(self):
-        if self.tty:
-            bar = ""
-            if self.total: k = int(20 * min(self.done_n, self.total) / self.total); bar = "[" + "#" * k + "." * (20 - k) + "] "
-            print(f"\rsetree build: {bar}{self.status()}\033[K", end="", file=self.stream, flush=True)
-        else: print(f"setree build: {self.status()}", file=self.stream, flush=True)
+# %% ../nbs/05_build.ipynb #056903b2
+@patch
+def _emit(self:Progress):
+    if self.tty:
+        bar = ""
+        if self.total: k = int(20 * min(self.done_n, self.total) / self.total); bar = "[" + "#" * k + "." * (20 - k) + "] "
+        print(f"\rsetree build: {bar}{self.status()}\033[K", end="", file=self.stream, flush=True)
+    else: print(f"setree build: {self.status()}", file=self.stream, flush=True)
 
-    def close(self):
-        "Stop the reporting thread (idempotent)."
-        self._stop.set()
-        if self._thread is not None: self._thread.join(); self._thread = None
+@patch
+def close(self:Progress):
+    "Stop the reporting thread (idempotent)."
+    self._stop.set()
+    if self._thread is not None: self._thread.join(); self._thread = None
 
-    def done(self, counts:dict|None=None): # `build_counts` of the finished tree, or None
-        "Close the last stage and report the end (in a pipe, only if the build outlasted `interval`)."
-        self.stage(None); self.close()
-        total = sum(self.timings.values())
-        if not self.active or not (self.tty or self.show or total >= self.interval): return
-        msg = f"done in {total:.1f} s"
-        if counts and counts["summaries"]:
-            fb = counts["fallbacks"]
-            msg += (f": {counts['summaries']} summaries" + (f", {sum(fb.values())} fell back (" + ", ".join(f"{k} {v}" for k, v in sorted(fb.items())) + ")" if fb else "")
-                    + f", {counts['below_threshold']} below faithfulness {counts['faithfulness_threshold']}")
-        print(("\r" if self.tty else "") + f"setree build: {msg}" + ("\033[K" if self.tty else ""), file=self.stream, flush=True)
+# %% ../nbs/05_build.ipynb #5358b69f
+@patch
+def done(self:Progress, counts:dict|None=None): # `build_counts` of the finished tree, or None
+    "Close the last stage and report the end (in a pipe, only if the build outlasted `interval`)."
+    self.stage(None); self.close()
+    total = sum(self.timings.values())
+    if not self.active or not (self.tty or self.show or total >= self.interval): return
+    msg = f"done in {total:.1f} s"
+    if counts and counts["summaries"]:
+        fb = counts["fallbacks"]
+        msg += (f": {counts['summaries']} summaries" + (f", {sum(fb.values())} fell back (" + ", ".join(f"{k} {v}" for k, v in sorted(fb.items())) + ")" if fb else "")
+                + f", {counts['below_threshold']} below faithfulness {counts['faithfulness_threshold']}")
+    print(("\r" if self.tty else "") + f"setree build: {msg}" + ("\033[K" if self.tty else ""), file=self.stream, flush=True)
 
+# %% ../nbs/05_build.ipynb #5a72b958
 def _tick(ref, stop:threading.Event, every:float):
     "The reporting thread. It holds the `Progress` weakly: a build that raised and dropped it also ends its thread."
     while not stop.wait(every):
@@ -174,6 +187,7 @@ def _tick(ref, stop:threading.Event, every:float):
         if p is None: return
         p._emit(); del p
 
+# %% ../nbs/05_build.ipynb #439f472c
 def build_counts(tree:Tree, # a built tree (after `setree.fidelity.finalize`)
                  config:Config, # its parameters (faithfulness_threshold)
                 )->dict: # summaries, summarizers {name: n}, fallbacks {reason: n}, below_threshold, faithfulness_threshold
@@ -258,7 +272,7 @@ def _apply(tree:Tree, nodes, summaries, embedder):
     for v in single: tree.emb[v] = tree.emb[tree.quotes[v][0]]
     if rest: tree.emb[rest] = embedder.embed([tree.texts[v] for v in rest])
 
-# %% ../nbs/05_build.ipynb #62c02a8e
+# %% ../nbs/05_build.ipynb #57973a79
 def _offsets(tree:Tree, nodes, mu, epsilon):
     "Children whose angle to the parent summary, arccos <s_p, mu_c>, exceeds epsilon (radians): {node: [child index, ...]}."
     out = {}
@@ -268,6 +282,7 @@ def _offsets(tree:Tree, nodes, mu, epsilon):
         if len(bad): out[int(v)] = bad.tolist()
     return out
 
+# %% ../nbs/05_build.ipynb #fc47d45f
 def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb[:N]
                    summarizer, # an object with `summarize_many(list[SummaryRequest]) -> list[Summary]` and `name`
                    embedder, # embeds the summaries
@@ -289,14 +304,18 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     bg = term_stats(tree.texts[:N]) if background is None else background   # the knowledge base's phrase statistics, for keyphrase summaries
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
-        if not nodes: continue
-        _apply(tree, nodes, run_summarizer(summarizer, _requests(tree, nodes, E, mu, config.summary_tokens, background=bg), embedder, progress, until), embedder)
-        if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization (SPEC "Summarizers")
-            focus = _offsets(tree, nodes, mu, config.epsilon)
-            if focus:
-                redo = sorted(focus)
-                _apply(tree, redo, run_summarizer(summarizer, _requests(tree, redo, E, mu, config.summary_tokens, focus, bg), embedder, progress, until, True), embedder)
+        if nodes: _summarize_level(tree, nodes, summarizer, embedder, config, E, mu, bg, progress, until)
     return tree
+
+# %% ../nbs/05_build.ipynb #9d268073
+def _summarize_level(tree:Tree, nodes:list[int], summarizer, embedder, config:Config, E, mu, bg, progress, until:float):
+    "Summarize `nodes` (one level) and apply the summaries; `until`: the time.monotonic() instant the build's LLM time ends."
+    _apply(tree, nodes, run_summarizer(summarizer, _requests(tree, nodes, E, mu, config.summary_tokens, background=bg), embedder, progress, until), embedder)
+    if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization
+        focus = _offsets(tree, nodes, mu, config.epsilon)
+        if focus:
+            redo = sorted(focus)
+            _apply(tree, redo, run_summarizer(summarizer, _requests(tree, redo, E, mu, config.summary_tokens, focus, bg), embedder, progress, until, True), embedder)
 
 # %% ../nbs/05_build.ipynb #8b50d823
 def unique_facts(items # anything `setree.core.as_facts` accepts

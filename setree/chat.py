@@ -101,9 +101,10 @@ def fallback_reason(summarizer:str # a node's recorded summarizer
     if summarizer == FALLBACK: return ""
     return summarizer.split(":", 1)[1] if summarizer.startswith(FALLBACK + ":") else None
 
-# %% ../nbs/03b_chat.ipynb #651c25a0
+# %% ../nbs/03b_chat.ipynb #7cde4e65
 GROUNDED_FLOOR = 60  # least faithfulness round(100 <s, mu_v>) of an accepted chat summary (MiniLM; calibrated at the end of this chapter)
 
+# %% ../nbs/03b_chat.ipynb #f9346dab
 class ChatSummarizer:
     "Summaries from an OpenAI-compatible chat endpoint; refused replies are retried, then replaced by the extractive summary."
     name = "chat"
@@ -156,13 +157,16 @@ class ChatSummarizer:
                                     limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency))
         self._lock, self._open_until, self._open_reason = threading.Lock(), 0.0, None
 
-    def close(self):
-        "Close the HTTP client and its connections (the summarizer cannot be used afterwards)."
-        self._client.close()
     def __enter__(self): return self
     def __exit__(self, *a): self.close()
 
-# %% ../nbs/03b_chat.ipynb #470a9492
+# %% ../nbs/03b_chat.ipynb #1b14af50
+@patch
+def close(self:ChatSummarizer):
+    "Close the HTTP client and its connections (the summarizer cannot be used afterwards)."
+    self._client.close()
+
+# %% ../nbs/03b_chat.ipynb #d80744d7
 @patch
 def request(self:ChatSummarizer, messages:list[dict], # OpenAI chat messages
             left:float, # seconds left for this request (the call's or the build's limit, whichever is nearer)
@@ -173,19 +177,35 @@ def request(self:ChatSummarizer, messages:list[dict], # OpenAI chat messages
     body = {"model": self.model, "messages": messages, "temperature": self.temperature, "max_tokens": max_tokens, **self.extra_body}
     cap = lambda t: max(0.01, min(t, left))
     timeout = httpx.Timeout(connect=cap(self.connect_timeout), read=cap(self.read_timeout), write=cap(self.read_timeout), pool=cap(self.read_timeout))
-    t_end = time.monotonic() + min(self.deadline, left)
+    resp, raw = self._post(body, timeout, min(self.deadline, left))
+    return _parse_reply(resp, raw)
+
+# %% ../nbs/03b_chat.ipynb #b9657f52
+@patch
+def _post(self:ChatSummarizer, body:dict, # the request JSON
+          timeout, # its `httpx.Timeout`
+          limit:float, # seconds for the whole reply
+         )->tuple: # (the response, its body as bytes)
+    "POST `body` to the endpoint. Raises `ChatError` for a timeout, a connection failure or a reply over 4 MiB."
+    import httpx
+    t_end = time.monotonic() + limit
     try:
         with self._client.stream("POST", self.endpoint, json=body, timeout=timeout) as resp:
             chunks, size = [], 0
             for chunk in resp.iter_bytes():
                 chunks.append(chunk); size += len(chunk)
-                if time.monotonic() > t_end: raise ChatError(f"reply not complete within {min(self.deadline, left):.3g} s", unavailable=True, reason="timeout")
+                if time.monotonic() > t_end: raise ChatError(f"reply not complete within {limit:.3g} s", unavailable=True, reason="timeout")
                 if size > 4 << 20: raise ChatError("reply larger than 4 MiB")
             raw = b"".join(chunks)
     except httpx.TimeoutException as e:
-        raise ChatError(f"{type(e).__name__}: no answer within {cap(self.read_timeout):.3g} s", unavailable=True, reason="timeout") from None
+        raise ChatError(f"{type(e).__name__}: no answer within {timeout.read:.3g} s", unavailable=True, reason="timeout") from None
     except httpx.HTTPError as e:  # connection refused/reset, protocol errors
         raise ChatError(f"{type(e).__name__}: {e}", unavailable=True) from None
+    return resp, raw
+
+# %% ../nbs/03b_chat.ipynb #eaeffb06
+def _parse_reply(resp, raw:bytes)->tuple[str, object]:
+    "(clean_reply(content), finish_reason) of the endpoint's response `resp` with body `raw`. Raises `ChatError`."
     code, snippet = resp.status_code, raw[:200].decode("utf-8", "replace")
     if code in (408, 429) or code >= 500:
         raise ChatError(f"HTTP {code}: {snippet}", unavailable=True, retry_after=parse_retry_after(resp.headers.get("retry-after")))
@@ -206,7 +226,7 @@ def grounding(self:ChatSummarizer, text:str, # a reply that passed the other che
     s = np.asarray(emb.embed([text]), np.float64)[0]
     return int(round(100 * float(s @ np.asarray(r.centroid, np.float64))))
 
-# %% ../nbs/03b_chat.ipynb #682b1fbc
+# %% ../nbs/03b_chat.ipynb #24d0797d
 def _note(problem:str, n_children:int, cap:int)->str:
     words = max(1, round(cap * 0.6))
     return {"incomplete": f"A previous reply was cut off. Write a shorter summary: one sentence, at most {words} words.",
@@ -215,6 +235,7 @@ def _note(problem:str, n_children:int, cap:int)->str:
             "empty": "A previous reply was empty. Reply with the summary sentence.",
             "ungrounded": f"A previous reply did not describe these items. Write only what the items state, covering items 0 to {n_children - 1}."}[problem]
 
+# %% ../nbs/03b_chat.ipynb #54e24611
 @patch
 def _fall_back(self:ChatSummarizer, r:SummaryRequest, reason:str, why:str,
                level:int=logging.WARNING, # logging.INFO while the circuit is open: the outage was reported when it opened
@@ -223,6 +244,7 @@ def _fall_back(self:ChatSummarizer, r:SummaryRequest, reason:str, why:str,
     log.log(level, "node %s: chat summary refused (%s): %s; using the extractive summary", r.node, reason, why)
     return Summary(s.text, s.quotes, fallback_name(reason), why)
 
+# %% ../nbs/03b_chat.ipynb #21489a1c
 @patch
 def summarize(self:ChatSummarizer, r:SummaryRequest, # one request
               embedder=None, # for the grounding check; default `self.embedder`
@@ -234,6 +256,7 @@ def summarize(self:ChatSummarizer, r:SummaryRequest, # one request
     except Exception as e:  # never leave a node without a summary
         return self._fall_back(r, "error", f"unexpected {type(e).__name__}: {e}")
 
+# %% ../nbs/03b_chat.ipynb #6f24fdd9
 @patch
 def _chat(self:ChatSummarizer, r:SummaryRequest, embedder, until)->Summary:
     cap = min(int(r.target_tokens), int(r.max_tokens))
@@ -251,18 +274,9 @@ def _chat(self:ChatSummarizer, r:SummaryRequest, embedder, until)->Summary:
         try: text, finish = self.request(messages, left, max_tok)
         except ChatError as e:
             k += 1
-            wait = self._wait(k, e.retry_after)
-            if e.retryable and k <= self.retries and wait < end - time.monotonic():
-                log.info("node %s: chat attempt %d failed (%s); retrying in %.2g s", r.node, k, e, wait)
-                time.sleep(wait); continue
-            opens = e.unavailable and self.breaker_seconds > 0
-            if opens:
-                with self._lock: self._open_until, self._open_reason = time.monotonic() + self.breaker_seconds, e
-            return self._fall_back(r, e.reason, f"chat failed after {k} attempt{'s' * (k > 1)}: {e}" +
-                                   (f"; the endpoint is not asked again for {self.breaker_seconds:g} s (those nodes fall back too)" if opens else ""))
-        problem = reply_problem(text, finish, limit)
-        faith = None if problem else self.grounding(text, r, embedder)
-        if faith is not None and faith < self.min_faithfulness: problem = "ungrounded"
+            if (wait := self._retry_wait(r, e, k, end)) is not None: time.sleep(wait); continue
+            return self._give_up(r, e, k)
+        problem, faith = self._judge(text, finish, limit, r, embedder)
         if problem is None: return Summary(text, quoted_facts(text, r.fact_nodes, r.fact_texts), self.name)
         detail = {"incomplete": f"finish_reason {finish!r}", "length": f"{count_tokens(text)} tokens > limit {limit}",
                   "ungrounded": f"faithfulness {faith} < {self.min_faithfulness}"}.get(problem, problem)
@@ -271,12 +285,43 @@ def _chat(self:ChatSummarizer, r:SummaryRequest, embedder, until)->Summary:
         messages = build_messages(r, cap, _note(problem, len(r.child_texts), cap))
         log.info("node %s: reply refused (%s); asking again", r.node, detail)
 
+# %% ../nbs/03b_chat.ipynb #ca06cdbd
+@patch
+def _retry_wait(self:ChatSummarizer, r:SummaryRequest, e:ChatError, k:int, end:float)->float|None:
+    "Seconds to wait before trying again after failed attempt `k` (1-based), or None: no retry (`end`: the call's time.monotonic() deadline)."
+    wait = self._wait(k, e.retry_after)
+    if e.retryable and k <= self.retries and wait < end - time.monotonic():
+        log.info("node %s: chat attempt %d failed (%s); retrying in %.2g s", r.node, k, e, wait)
+        return wait
+    return None
+
+# %% ../nbs/03b_chat.ipynb #8792fcdf
+@patch
+def _give_up(self:ChatSummarizer, r:SummaryRequest, e:ChatError, k:int)->Summary:
+    "The extractive fallback after `k` failed attempts, saying why."
+    opens = e.unavailable and self.breaker_seconds > 0
+    if opens:
+        with self._lock: self._open_until, self._open_reason = time.monotonic() + self.breaker_seconds, e
+    return self._fall_back(r, e.reason, f"chat failed after {k} attempt{'s' * (k > 1)}: {e}" +
+                           (f"; the endpoint is not asked again for {self.breaker_seconds:g} s (those nodes fall back too)" if opens else ""))
+
+# %% ../nbs/03b_chat.ipynb #afabdbe2
+@patch
+def _judge(self:ChatSummarizer, text:str, finish, limit:int, r:SummaryRequest, embedder)->tuple[str|None, int|None]:
+    "What is wrong with a reply (None: nothing) and its faithfulness (None: not checked)."
+    problem = reply_problem(text, finish, limit)
+    faith = None if problem else self.grounding(text, r, embedder)
+    if faith is not None and faith < self.min_faithfulness: problem = "ungrounded"
+    return problem, faith
+
+# %% ../nbs/03b_chat.ipynb #0893ee1f
 @patch
 def _wait(self:ChatSummarizer, k:int, retry_after:float|None)->float:
     "Seconds before retry k (1-based): exponential backoff, at least Retry-After (capped)."
     w = min(self.max_backoff, self.backoff * 2 ** (k - 1))
     return w if retry_after is None else max(w, min(retry_after, self.max_retry_after))
 
+# %% ../nbs/03b_chat.ipynb #a830ab95
 @patch
 def reset(self:ChatSummarizer):
     "Close the circuit breaker: the next request calls the endpoint again."

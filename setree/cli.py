@@ -14,31 +14,40 @@ __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP'
            'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
            'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
 
-# %% ../nbs/08_cli.ipynb #b14286c4
+# %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2."
 
+# %% ../nbs/08_cli.ipynb #482963bd
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file."
     from setree.core import as_facts
-    if path == "-": path = "stdin"; text, kind = _utf8(_stdin_bytes(), path), None
-    else:
-        p = Path(path)
-        if p.is_dir(): raise UsageError(f"{path} is a directory, not a fact file")
-        if not p.is_file(): raise UsageError(f"fact file not found: {path}")
-        text, kind = _utf8(p.read_bytes(), path), p.suffix.lower()
-    if kind is None:
-        if text.lstrip().startswith("[") and _is_json_array(text):
-            raise UsageError("stdin: the input is one JSON array; give one JSON object per line (.jsonl: {\"text\": ...}) or one fact per line")
-        kind = ".jsonl" if _first_line_is_object(text) else ".txt"
+    text, kind, path = _fact_source(path)
+    if kind is None: kind = _stdin_kind(text)
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
     numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text)
     if not numbered: raise UsageError(f"{path}: no facts in the file")
     try: return as_facts([item for _, item in numbered])   # validated once; only a refusal looks for its line
     except (ValueError, TypeError) as e: raise UsageError(_first_refused(numbered, path) or f"{path}: {e}") from None
 
-# %% ../nbs/08_cli.ipynb #4bcc501d
+# %% ../nbs/08_cli.ipynb #46b4570e
+def _fact_source(path:str # a fact file, or '-' for stdin
+                )->tuple[str, str|None, str]: # its text, its suffix (None for stdin) and its name in messages
+    "Read a fact file or stdin as text. Raises `UsageError` for a directory, a missing file or bytes that are not UTF-8."
+    if path == "-": return _utf8(_stdin_bytes(), "stdin"), None, "stdin"
+    p = Path(path)
+    if p.is_dir(): raise UsageError(f"{path} is a directory, not a fact file")
+    if not p.is_file(): raise UsageError(f"fact file not found: {path}")
+    return _utf8(p.read_bytes(), path), p.suffix.lower(), path
+
+def _stdin_kind(text:str)->str:
+    "'.jsonl' or '.txt': how to read stdin, which has no suffix; one JSON array is refused (it is not JSON lines)."
+    if text.lstrip().startswith("[") and _is_json_array(text):
+        raise UsageError("stdin: the input is one JSON array; give one JSON object per line (.jsonl: {\"text\": ...}) or one fact per line")
+    return ".jsonl" if _first_line_is_object(text) else ".txt"
+
+# %% ../nbs/08_cli.ipynb #7f475798
 def _stdin_bytes()->bytes: return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8", "surrogateescape")
 
 def _utf8(data:bytes, path:str)->str:
@@ -46,6 +55,7 @@ def _utf8(data:bytes, path:str)->str:
     try: return data.decode("utf-8-sig")
     except UnicodeDecodeError as e: raise UsageError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
+# %% ../nbs/08_cli.ipynb #795ee0c6
 def _is_json_array(text:str)->bool:
     try: return isinstance(json.loads(text), list)
     except (ValueError, RecursionError): return False
@@ -58,6 +68,7 @@ def _first_line_is_object(text:str)->bool:
     except RecursionError: return True   # a JSON object nested too deeply: read as JSON lines, refused naming the line
     except ValueError: return False
 
+# %% ../nbs/08_cli.ipynb #6f5dfd6b
 def _first_refused(numbered:list, path:str)->str|None:
     "'PATH: line N: why' for the first line that `as_facts` refuses on its own; None when each line alone is fine (a duplicate id)."
     from setree.core import as_facts
@@ -65,6 +76,7 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
+# %% ../nbs/08_cli.ipynb #51d48677
 def _txt_items(text:str)->list[tuple[int, str]]:
     "(line number, fact) of a .txt file: one fact per non-blank line; only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."
     return [(n, l.removesuffix("\r")) for n, l in enumerate(text.split("\n"), 1) if l.strip()]
@@ -83,12 +95,13 @@ def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
         items.append((n, obj))
     return items
 
+# %% ../nbs/08_cli.ipynb #eb91f5aa
 def _json_type(v)->str:
     "What a JSON value is, in JSON's words (for messages about a .jsonl line)."
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
             else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #860c3ee8
+# %% ../nbs/08_cli.ipynb #a0f99701
 def load_config(path:str|None, # --config value, or None
                ): # a `setree.build.Config`, or None
     "The config file named by `--config` or `$SETREE_CONFIG` (empty = not given); None when neither. Raises `UsageError`."
@@ -102,6 +115,7 @@ def load_config(path:str|None, # --config value, or None
         msg = str(e)
         raise UsageError(msg if str(path) in msg else f"{path}: {msg}" if msg.startswith("config") else f"config {path}: {msg}") from None
 
+# %% ../nbs/08_cli.ipynb #f364c0fc
 def _merge(base, overrides:dict):
     "`base` with the values of the flags that were given; an out-of-range value is named by its flag (`--seed=-1`)."
     given = {k: v for k, v in overrides.items() if v is not None}
@@ -109,6 +123,7 @@ def _merge(base, overrides:dict):
     except (ValueError, TypeError) as e:
         raise UsageError(re.sub(r"\b(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')}=" if m.group(1) in given else m.group(0), str(e))) from None
 
+# %% ../nbs/08_cli.ipynb #86051e0b
 _INT = re.compile(r"[+-]?[0-9]+")   # ASCII digits only: Python's int() would also take '٣٠', '６０' and '60_0'
 _NUM = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?(nan|inf|infinity)", re.I)
 
@@ -116,6 +131,7 @@ def _int(s:str)->int|None:
     "The integer an option's value spells in ASCII digits (an optional sign, spaces around), else None."
     return int(s.strip()) if _INT.fullmatch(s.strip()) else None
 
+# %% ../nbs/08_cli.ipynb #7bec8cf9
 def integer(s:str)->int:
     "argparse type for an integer option (--seed, --k-max, --summary-tokens): ASCII digits, an optional sign; the range is checked by `Config`."
     v = _int(s)
@@ -127,12 +143,14 @@ def number(s:str)->float:
     if not _NUM.fullmatch(s.strip()): raise argparse.ArgumentTypeError(f"must be a number (ASCII digits, e.g. 0.5 or 1e-3), got {s!r}")
     return float(s)
 
+# %% ../nbs/08_cli.ipynb #9195c5cc
 def _depth(s:str)->int:
     "argparse type for --depth: a non-negative integer."
     v = _int(s)
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer (ASCII digits 0-9), got {s!r}")
     return v
 
+# %% ../nbs/08_cli.ipynb #6fa135d2
 def positive_seconds(s:str)->float:
     "argparse type for --llm-timeout: a positive, finite number of seconds."
     v = float(s) if _NUM.fullmatch(s.strip()) else -1.0
@@ -145,10 +163,11 @@ def _positive_int(s:str)->int:
     if v is None or v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #4fa01770
+# %% ../nbs/08_cli.ipynb #e177e1f1
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
+# %% ../nbs/08_cli.ipynb #4722e468
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
     from setree.store import Store, StoreError
@@ -161,6 +180,7 @@ def _embedder(name:str):
     from setree.embed import get_embedder
     return get_embedder(name)
 
+# %% ../nbs/08_cli.ipynb #99395cd7
 def check_llm_flags(args):
     "Refuse --llm-base-url/--llm-model/--llm-timeout without --summarizer chat: the extractive summarizer would ignore them silently."
     given = [f for f, k in (("--llm-base-url", "llm_base_url"), ("--llm-model", "llm_model"), ("--llm-timeout", "llm_timeout"))
@@ -168,6 +188,7 @@ def check_llm_flags(args):
     if given and getattr(args, "summarizer", "extractive") != "chat":
         raise UsageError(f"{' and '.join(given)} only {'applies' if len(given) == 1 else 'apply'} with --summarizer chat (the summaries are extractive otherwise); add --summarizer chat or leave {'it' if len(given) == 1 else 'them'} out")
 
+# %% ../nbs/08_cli.ipynb #3a2f3cd4
 def _summarizer(args):
     check_llm_flags(args)
     if args.summarizer == "extractive": return None
@@ -176,6 +197,7 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
+# %% ../nbs/08_cli.ipynb #4d95b97e
 def _kb(args, embedder=None, create:bool=True):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
@@ -188,6 +210,7 @@ def _kb(args, embedder=None, create:bool=True):
     try: return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
     except StoreError as e: raise UsageError(str(e)) from None
 
+# %% ../nbs/08_cli.ipynb #439f603d
 def _same_embedder(p:Path, embedder):
     "A change must not silently re-embed the whole store with another model: refuse an --embedder the store was not built with."
     with _open_store(str(p)) as st: eid = st.embedder_id()
@@ -203,6 +226,7 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
+# %% ../nbs/08_cli.ipynb #bd29eb93
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
@@ -214,6 +238,7 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     if rep["error"]: raise RuntimeError(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it")
     return rep
 
+# %% ../nbs/08_cli.ipynb #435f0b07
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return "queued; not applied yet (--defer): run `setree maintain`"
     if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
@@ -223,44 +248,70 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
             f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
 
+# %% ../nbs/08_cli.ipynb #7f48811a
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
-    facts = read_facts(args.file)
-    from setree.build import Config
-    cfg = _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
-    args.config = None
+    facts, cfg = read_facts(args.file), _build_config(args)
     t0, new = time.perf_counter(), not Path(args.db).exists()
     with _kb(args) as kb:
         kb._config = cfg
         if args.quiet: kb.progress = False
         before = int(kb.stats()["facts"]) if args.replace else 0
-        try: ack = kb.build(facts, replace=args.replace)
-        except ValueError as e:
-            if "already holds" not in str(e): raise UsageError(str(e)) from None
-            raise UsageError(f"store {args.db} {str(e).split('knowledge base ', 1)[-1].split(';')[0]}; use --replace to delete them and build anew, or `setree insert` to add facts") from None
+        ack = _queue_build(kb, args, facts)
         try: rep = _pass(kb, args, "build", ack)
         except KeyboardInterrupt: return _interrupted(kb, "build", ack, created=new)
-        if rep == BUSY:
-            _out(args, f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})\n{_pass_line(BUSY, ack, args.db)}",
-                 {"ack": ack.to_dict(), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
-            return 0
+        if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path)
-    from setree.build import build_counts
-    counts = build_counts(tree, cfg); fell_back = sum(counts["fallbacks"].values())
-    data = {"db": path, "facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)) if tree.n_nodes else 0,
-            "seconds": round(time.perf_counter() - t0, 3), "duplicates_dropped": len(facts) - tree.n_facts,
-            "summarizer_fallbacks": fell_back, "fallback_reasons": counts["fallbacks"],
-            "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
-            "replaced_facts": before}
-    human = (f"built {data['facts']} facts into {data['nodes']} nodes (depth {data['depth']}) in {data['seconds']:.1f} s -> {path}"
-             + (f"\nreplaced the {before} facts the store held" if before else "")
-             + (f"\nnote: {data['duplicates_dropped']} repeated fact{'s' * (data['duplicates_dropped'] > 1)} stored once" if data["duplicates_dropped"] else "")
-             + (f"\nwarning: {fell_back} summaries fell back to extractive ("
-                + ", ".join(f"{k} {v}" for k, v in sorted(counts["fallbacks"].items())) + ")" if fell_back else "")
-             + (f"\n{counts['below_threshold']} node{'s' * (counts['below_threshold'] > 1)} below faithfulness {cfg.faithfulness_threshold}" if counts["below_threshold"] else ""))
-    _out(args, human, data)
+    data = _build_data(tree, cfg, len(facts), before, t0, path)
+    _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
+# %% ../nbs/08_cli.ipynb #71b004e3
+def _build_config(args): # a `setree.build.Config`
+    "The `Config` of `setree build`: --seed, --summary-tokens, --k-max and --llm-timeout over --config (or $SETREE_CONFIG) over the defaults."
+    from setree.build import Config
+    cfg = _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
+    args.config = None
+    return cfg
+
+# %% ../nbs/08_cli.ipynb #a55f9b38
+def _queue_build(kb, args, facts:list):
+    "Queue the build of `facts` on `kb` (its ack); the library's refusals become `UsageError`s in the command's words."
+    try: return kb.build(facts, replace=args.replace)
+    except ValueError as e:
+        if "already holds" not in str(e): raise UsageError(str(e)) from None
+        raise UsageError(f"store {args.db} {str(e).split('knowledge base ', 1)[-1].split(';')[0]}; use --replace to delete them and build anew, or `setree insert` to add facts") from None
+
+def _build_busy(args, ack)->int:
+    "Another process's pass holds the store: the build is queued, and that pass or the next applies it (exit 0)."
+    _out(args, f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})\n{_pass_line(BUSY, ack, args.db)}",
+         {"ack": ack.to_dict(), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
+    return 0
+
+# %% ../nbs/08_cli.ipynb #6e0d9929
+def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
+    "The report of a finished build of `n_input` facts that started at `t0` (`time.perf_counter`), `before` facts replaced."
+    from setree.build import build_counts
+    counts = build_counts(tree, cfg)
+    return {"db": path, "facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)) if tree.n_nodes else 0,
+            "seconds": round(time.perf_counter() - t0, 3), "duplicates_dropped": n_input - tree.n_facts,
+            "summarizer_fallbacks": sum(counts["fallbacks"].values()), "fallback_reasons": counts["fallbacks"],
+            "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
+            "replaced_facts": before}
+
+# %% ../nbs/08_cli.ipynb #59e210c3
+def _build_human(d:dict, # a `_build_data` report
+                 threshold:int, # the config's faithfulness_threshold
+                )->str:
+    n_dup, fell, low, before = d["duplicates_dropped"], d["summarizer_fallbacks"], d["below_faithfulness_threshold"], d["replaced_facts"]
+    return (f"built {d['facts']} facts into {d['nodes']} nodes (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
+            + (f"\nreplaced the {before} facts the store held" if before else "")
+            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once" if n_dup else "")
+            + (f"\nwarning: {fell} summaries fell back to extractive ("
+               + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
+            + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else ""))
+
+# %% ../nbs/08_cli.ipynb #375421fd
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
@@ -272,11 +323,12 @@ def _ack_lines(what:str, ack)->str:
     if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     return "\n".join(lines)
 
-
+# %% ../nbs/08_cli.ipynb #ecaebd3f
 def _marker_hint()->str:
     "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
     return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
+# %% ../nbs/08_cli.ipynb #9305627e
 def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
                 )->int:
     """Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened.
@@ -291,6 +343,7 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     print(f"setree: interrupted; {msg}", file=sys.stderr)
     return 130
 
+# %% ../nbs/08_cli.ipynb #c78759a3
 def _remove_new_store(kb)->bool:
     "Close `kb` and delete its files (the store, `-wal`, `-shm`, `-lock`) if it holds no fact, no tree and no queued change; True if removed."
     from setree.store import StoreError
@@ -302,6 +355,7 @@ def _remove_new_store(kb)->bool:
     for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{kb.path}{suffix}").unlink(missing_ok=True)
     return True
 
+# %% ../nbs/08_cli.ipynb #a947afd1
 def _mutate(args, what:str, fn)->int:
     new = not Path(args.db).exists()
     with _kb(args, create=what == "insert") as kb:
@@ -314,6 +368,7 @@ def _mutate(args, what:str, fn)->int:
     _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep, ack, args.db)}", {"ack": ack.to_dict(), "pass": None if rep == BUSY else rep, **busy})
     return 0
 
+# %% ../nbs/08_cli.ipynb #268a76ef
 def cmd_insert(args)->int:
     "setree insert FILE|- --db PATH [--defer]: queue facts, then apply them in one pass."
     facts = read_facts(args.file)
@@ -327,6 +382,7 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
+# %% ../nbs/08_cli.ipynb #b1972d3c
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass."
     with _kb(args, create=False) as kb:
@@ -336,6 +392,7 @@ def cmd_maintain(args)->int:
     _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep), rep)
     return 0
 
+# %% ../nbs/08_cli.ipynb #5453355d
 def _serve_module():
     try: import setree.server as srv
     except ImportError as e:
@@ -345,12 +402,14 @@ def _serve_module():
         raise
     return srv
 
+# %% ../nbs/08_cli.ipynb #fe289e38
 def _millis(s:str)->int:
     "argparse type for --quiet-ms/--poll-ms: a non-negative integer in ASCII digits."
     v = _int(s)
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds (ASCII digits 0-9), got {s!r}")
     return v
 
+# %% ../nbs/08_cli.ipynb #e1f3a4fb
 def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parser of its own)
                   )->argparse.ArgumentParser:
     "The arguments of `setree serve` (here, not in `setree.server`: `setree serve --help` works without the MCP SDK installed)."
@@ -368,19 +427,21 @@ def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parse
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="warning", help="stderr logging")
     return p
 
+# %% ../nbs/08_cli.ipynb #8bb7b56a
 def cmd_serve(argv:list[str])->int:
     "setree serve --db PATH ...: the MCP server (stdio), options from `add_serve_args`; only running it needs the MCP SDK (`--help` does not)."
     p = argparse.ArgumentParser(prog="setree serve", description="The MCP server (stdio) on one knowledge-base store.")
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #26ea6944
+# %% ../nbs/08_cli.ipynb #b3085539
 def _load_tree(path:str):
     from setree.store import StoreError
     with _open_store(path) as st:
         try: return st.load(), str(st.path)
         except StoreError as e: raise UsageError(str(e)) from None
 
+# %% ../nbs/08_cli.ipynb #cbbbc5f7
 def _cover_params(tree, args):
     from setree.cover import CoverParams
     d = {k: v for k, v in (tree.config or {}).items()}
@@ -391,6 +452,7 @@ def _cover_params(tree, args):
     except (ValueError, TypeError) as e:   # name the option, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
         raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: f"--{m.group(1).replace('_', '-')} ({m.group(1)})", str(e))) from None
 
+# %% ../nbs/08_cli.ipynb #a6325bed
 EMPTY_KB = "(the knowledge base is empty: no facts yet)"   # the one wording of the command, the outline and the MCP server
 
 def _human(cover)->str:
@@ -398,6 +460,7 @@ def _human(cover)->str:
     if cover.status == "budget_too_small": return f"(budget {cover.budget} is too small: the smallest budget that returns something is {cover.min_budget})"
     return cover.render()
 
+# %% ../nbs/08_cli.ipynb #72b9ce34
 def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
                  )->list[str]:
     "The prompts of --prompts-file; blank lines are skipped and counted on stderr. Raises `UsageError` for a missing file or no prompt."
@@ -411,26 +474,30 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
+# %% ../nbs/08_cli.ipynb #e53984a9
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
     own `status`; the exit code is 3 when the budget is too small for any of them (it is one budget for all), else 0."""
-    from setree.cover import cover_data, retrieve
     if (args.prompt is None) == (args.prompts_file is None): raise UsageError("give either a PROMPT or --prompts-file FILE")
     if args.prompt == "-": args.prompt = _utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")   # `-`: the prompt is stdin
     prompts = [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
     tree, _ = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
-    worst = 0
-    for prompt in prompts:
-        try: cover = retrieve(tree, prompt, budget=args.budget or default_budget, params=params)
-        except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
-        data = cover_data(cover, args.all_fact_ids)   # the same fields as the MCP server's structured result
-        if args.prompts_file is not None: print(json.dumps({"prompt": prompt, **data}, ensure_ascii=False))
-        else: _out(args, _human(cover), data)
-        worst = max(worst, 3 if cover.status == "budget_too_small" else 0)
-    return worst
+    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params) for prompt in prompts)
 
+# %% ../nbs/08_cli.ipynb #0dbba71c
+def _retrieve_one(args, tree, prompt:str, budget:int|None, params)->int:
+    "Print the answer to one prompt; its exit code: 3 when `budget` is below the cheapest cover, else 0."
+    from setree.cover import cover_data, retrieve
+    try: cover = retrieve(tree, prompt, budget=budget, params=params)
+    except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
+    data = cover_data(cover, args.all_fact_ids)   # the same fields as the MCP server's structured result
+    if args.prompts_file is not None: print(json.dumps({"prompt": prompt, **data}, ensure_ascii=False))
+    else: _out(args, _human(cover), data)
+    return 3 if cover.status == "budget_too_small" else 0
+
+# %% ../nbs/08_cli.ipynb #340633c8
 def cmd_stats(args)->int:
     "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size."
     from setree.store import StoreError
@@ -440,6 +507,7 @@ def cmd_stats(args)->int:
     _out(args, readable(s), s)
     return 0
 
+# %% ../nbs/08_cli.ipynb #2d3e6a99
 def readable(d:dict, # a JSON-like mapping (stats, a pass report)
              indent:int=0, # spaces before each line
             )->str:
@@ -456,6 +524,7 @@ def readable(d:dict, # a JSON-like mapping (stats, a pass report)
         else: lines.append(f"{' ' * indent}{k}: {word(v)}")
     return "\n".join(lines)
 
+# %% ../nbs/08_cli.ipynb #5a20c672
 OUTLINE_LEGEND = ("legend: L = level of a summary (facts are level 0, shown by their id), n = facts under it, f = faithfulness: "
                   "100 × cosine of the summary and the mean of its facts (-100 to 100, higher is better), t = tokens")
 
@@ -478,6 +547,7 @@ def outline(tree, # a finalized tree
         stack.extend(reversed(tree.children[v].tolist()))
     return "\n".join(lines)
 
+# %% ../nbs/08_cli.ipynb #d3e9f79a
 def _node_dict(tree, v):
     d = {"node": v, "level": int(tree.level[v]), "text": tree.texts[v], "tokens": int(tree.tokens[v])}
     if v < tree.n_facts: d["fact_id"] = tree.facts[v].id
@@ -493,7 +563,7 @@ def cmd_inspect(args)->int:
     else: print(outline(tree, args.depth))
     return 0
 
-# %% ../nbs/08_cli.ipynb #c815220d
+# %% ../nbs/08_cli.ipynb #30f14134
 DEMO_PROMPTS = [("Give me an overview of who Mara is.", 120),
                 ("What should I cook for Mara this weekend?", 200),
                 ("What is the name of Mara's sourdough starter?", 100)]
@@ -502,9 +572,9 @@ def demo_facts()->list[str]:
     "The bundled demo knowledge base: 60 facts about a fictional person (Mara) across ~8 topics."
     return [l for l in resources.files("setree").joinpath("data/demo_facts.txt").read_text(encoding="utf-8").splitlines() if l.strip()]
 
+# %% ../nbs/08_cli.ipynb #315ed25f
 def cmd_demo(args)->int:
     "setree demo: build the bundled knowledge base in a temporary store and show three retrievals at different budgets."
-    from setree.cover import retrieve
     from setree.store import Store
     facts = demo_facts()
     with tempfile.TemporaryDirectory() as d:
@@ -515,20 +585,27 @@ def cmd_demo(args)->int:
             st.save(tree); tree = st.load()
         print(f"Built a knowledge base of {tree.n_facts} facts about Mara into a tree of {tree.n_nodes} nodes "
               f"(depth {int(tree.depth.max())}) in {time.perf_counter() - t0:.1f} s.\n")
-        for prompt, budget in DEMO_PROMPTS:
-            c = retrieve(tree, prompt, budget)
-            print(f"=== {prompt!r}  budget {budget} tokens -> {c.total_tokens} used, {len(c.items)} items "
-                  f"(facts: {sum(i.kind == 'fact' for i in c.items)}, summaries: {sum(i.kind == 'summary' for i in c.items)}), "
-                  f"{c.latency_ms:.0f} ms")
-            print(c.render() + "\n")
+        for prompt, budget in DEMO_PROMPTS: _show_retrieval(tree, prompt, budget)
     return 0
 
+# %% ../nbs/08_cli.ipynb #4b9dd02e
+def _show_retrieval(tree, prompt:str, budget:int):
+    "One retrieval of the demo: a headline with what the context spent and holds, then the context."
+    from setree.cover import retrieve
+    c = retrieve(tree, prompt, budget)
+    print(f"=== {prompt!r}  budget {budget} tokens -> {c.total_tokens} used, {len(c.items)} items "
+          f"(facts: {sum(i.kind == 'fact' for i in c.items)}, summaries: {sum(i.kind == 'summary' for i in c.items)}), "
+          f"{c.latency_ms:.0f} ms")
+    print(c.render() + "\n")
+
+# %% ../nbs/08_cli.ipynb #9ec5047e
 def _locomo(path:str)->dict:
     "{sample id: conversation} of a LoCoMo file; `UsageError` 'not a LoCoMo file (why)' for anything else."
     from setree.evaluate import load_locomo
     try: return {c.sample_id: c for c in load_locomo(Path(path))}
     except (ValueError, KeyError, TypeError) as e: raise UsageError(f"{path}: not a LoCoMo file ({e})") from None
 
+# %% ../nbs/08_cli.ipynb #4affe93c
 def cmd_import_locomo(args)->int:
     "setree import locomo FILE --conversation ID --out FACTS.jsonl: one conversation's observations as facts."
     src, out = Path(args.file), Path(args.out)
@@ -544,11 +621,12 @@ def cmd_import_locomo(args)->int:
     _out(args, f"wrote {len(facts)} facts of {args.conversation} to {args.out}", {"conversation": args.conversation, "facts": len(facts), "out": args.out})
     return 0
 
-# %% ../nbs/08_cli.ipynb #52099e8c
+# %% ../nbs/08_cli.ipynb #2e1fefbd
 def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
 
+# %% ../nbs/08_cli.ipynb #a2c883a2
 def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
     from setree.evaluate import evaluate_locomo
@@ -568,25 +646,37 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #14c0db43
+# %% ../nbs/08_cli.ipynb #496ff279
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
+    "The `setree` command line: one subparser per command, built by the `_*_parser` functions below in the order `--help` lists them."
     p = argparse.ArgumentParser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
     from setree import __version__
     p.add_argument("--version", action="version", version=f"setree {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    def common(sp, config=True):
-        sp.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
-        sp.add_argument("--json", action="store_true", help="machine-readable output")
-        if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG)")
-    def summ(sp):
-        sp.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive",
-                        help="who writes the summaries: extractive (offline, the facts' own words) or chat (an OpenAI-compatible LLM)")
-        sp.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
-        sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
-        sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
-    b = sub.add_parser("build", help="build a knowledge base from a file of facts"); common(b); summ(b)
+    for add in (_build_parser, _retrieve_parser, _change_parsers, _read_parsers, _data_parsers): add(sub)
+    sub.add_parser("serve", help="the MCP server (stdio) on one store (`setree serve --help` for its options)", add_help=False)
+    return p
+
+# %% ../nbs/08_cli.ipynb #5228e5bc
+def _common(sp, config:bool=True):
+    "--db, --json and (unless `config` is False) --config."
+    sp.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
+    sp.add_argument("--json", action="store_true", help="machine-readable output")
+    if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG)")
+
+def _summarizer_args(sp):
+    "--summarizer and the three flags of a chat summarizer (`check_llm_flags` refuses them without --summarizer chat)."
+    sp.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive",
+                    help="who writes the summaries: extractive (offline, the facts' own words) or chat (an OpenAI-compatible LLM)")
+    sp.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
+    sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
+    sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
+
+# %% ../nbs/08_cli.ipynb #07928508
+def _build_parser(sub):
+    b = sub.add_parser("build", help="build a knowledge base from a file of facts"); _common(b); _summarizer_args(b)
     b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin")
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
     b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
@@ -594,7 +684,10 @@ def _parser()->argparse.ArgumentParser:
     b.add_argument("--summary-tokens", type=integer, default=None, help="tokens of each summary (config summary_tokens)")
     b.add_argument("--k-max", type=integer, default=None, help="neighbours per node in the clustering graph (config k_max)")
     b.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    r = sub.add_parser("retrieve", help="the budgeted context for a prompt"); common(r)
+
+# %% ../nbs/08_cli.ipynb #9029c4fd
+def _retrieve_parser(sub):
+    r = sub.add_parser("retrieve", help="the budgeted context for a prompt"); _common(r)
     r.add_argument("prompt", nargs="?", default=None, help="the prompt, - for stdin (or use --prompts-file)")
     r.add_argument("--prompts-file", default=None, help="answer every line of this file (- for stdin); JSON lines out")
     r.add_argument("--budget", type=_positive_int, default=None, help="tokens (default: the config's default_budget)")
@@ -603,23 +696,33 @@ def _parser()->argparse.ArgumentParser:
                  ("tau", "temperature of the aggregation over a child's facts (0 = max)"), ("min_score", "expansions scoring below this stop the walk")]:
         r.add_argument("--" + k.replace("_", "-"), dest=k, type=number, default=None, help=f"{h} (config {k}; default: the stored tree's)")
     r.add_argument("--glimpse", type=integer, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
-    def change(name, help):
-        sp = sub.add_parser(name, help=help); common(sp); summ(sp)
-        sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")
-        if name != "maintain": sp.add_argument("--defer", action="store_true", help="only queue the change; `setree maintain` applies it")
-        return sp
-    change("insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or -")
-    change("forget", "delete facts by id").add_argument("ids", nargs="+", metavar="ID", help="fact ids, as `retrieve --json` and `inspect` show them")
-    u = change("update", "change the text of a fact, keeping its id")
+
+# %% ../nbs/08_cli.ipynb #cc0856f1
+def _change_parser(sub, name:str, help:str):
+    sp = sub.add_parser(name, help=help); _common(sp); _summarizer_args(sp)
+    sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")
+    if name != "maintain": sp.add_argument("--defer", action="store_true", help="only queue the change; `setree maintain` applies it")
+    return sp
+
+def _change_parsers(sub):
+    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or -")
+    _change_parser(sub, "forget", "delete facts by id").add_argument("ids", nargs="+", metavar="ID", help="fact ids, as `retrieve --json` and `inspect` show them")
+    u = _change_parser(sub, "update", "change the text of a fact, keeping its id")
     u.add_argument("id", metavar="ID", help="the fact's id (`retrieve --json`, `inspect`)"); u.add_argument("text", metavar="TEXT", help="its new text")
-    change("maintain", "apply every queued change now, in one pass")
-    s = sub.add_parser("stats", help="what the store holds"); common(s, config=False)
+    _change_parser(sub, "maintain", "apply every queued change now, in one pass")
+
+# %% ../nbs/08_cli.ipynb #99c49430
+def _read_parsers(sub):
+    s = sub.add_parser("stats", help="what the store holds"); _common(s, config=False)
     i = sub.add_parser("inspect", help="the tree as an outline", description="The tree as an indented outline, one line per node, after a "
                        "legend line: L = level, n = facts under a summary, f = its faithfulness (-100 to 100), t = tokens.")
-    common(i, config=False)
+    _common(i, config=False)
     i.add_argument("--depth", type=_depth, default=None, help="how deep to show the tree (0: the root only; default: all of it)")
     d = sub.add_parser("demo", help="build the bundled demo knowledge base and show three retrievals")
     d.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
+
+# %% ../nbs/08_cli.ipynb #6228fcc0
+def _data_parsers(sub):
     im = sub.add_parser("import", help="convert evaluation data into a fact file")
     imsub = im.add_subparsers(dest="source", required=True, metavar="SOURCE")
     lo = imsub.add_parser("locomo", help="observations of one LoCoMo conversation -> FACTS.jsonl")
@@ -634,9 +737,8 @@ def _parser()->argparse.ArgumentParser:
     el.add_argument("--conversations", default=None, help="comma-separated sample ids (default: all)")
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
     el.add_argument("--config", default=None, help="strict JSON config file"); el.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    sub.add_parser("serve", help="the MCP server (stdio) on one store (`setree serve --help` for its options)", add_help=False)
-    return p
 
+# %% ../nbs/08_cli.ipynb #986b0de1
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}

@@ -47,7 +47,7 @@ def fact_id(text:str # fact text
     "Content-derived fact id: the same text gets the same id in every process."
     return "f" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
-# %% ../nbs/00_core.ipynb #682d177d
+# %% ../nbs/00_core.ipynb #18ae5fd8
 MAX_META_DEPTH = 100   # levels of objects/arrays a fact's meta may nest: deeper JSON could be stored by one process and fail to load in another
 
 def _nesting(x)->int:
@@ -60,6 +60,7 @@ def _nesting(x)->int:
             if d <= MAX_META_DEPTH: stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
     return deepest
 
+# %% ../nbs/00_core.ipynb #f1a53412
 _ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")   # an id is one line of plain text: no control character (tab included), no line break
 
 def check_fact_id(fid # a caller's fact id
@@ -72,6 +73,7 @@ def check_fact_id(fid # a caller's fact id
     if m := _ID_CONTROL.search(fid): raise ValueError(f"id holds a control character or line break (U+{ord(m[0]):04X})")
     return fid
 
+# %% ../nbs/00_core.ipynb #05d22898
 _MARKER_ID = re.compile(r"[fs][0-9]{1,9}")   # a rendered context's markers: [f1], [s2] (a text-derived id has 12 hex digits: never one)
 
 def _check_id_meta(i, fid, meta):
@@ -87,6 +89,7 @@ def _check_id_meta(i, fid, meta):
         except (TypeError, ValueError) as e: raise ValueError(f"fact {i}: meta cannot be stored as JSON ({e})") from None
     return fid, meta
 
+# %% ../nbs/00_core.ipynb #b8b95dc2
 def _one_fact(i, item):
     fid, text, meta = _raw_fact(i, item)
     fid, meta = _check_id_meta(i, fid, meta)
@@ -104,6 +107,7 @@ def _raw_fact(i, item):
         return item[0], item[1], (item[2] if len(item) == 3 else None)
     raise TypeError(f"fact {i}: expected a string, a Fact, a dict with 'text', or an (id, text[, meta]) tuple; got {type(item).__name__}")
 
+# %% ../nbs/00_core.ipynb #17ac0c31
 _WS_RUN = re.compile(r"\s{2,}")
 _BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")   # the line breaks of `str.splitlines`
 
@@ -112,6 +116,7 @@ def tidy_text(text:str # a fact's text as given
     "The form in which a fact is stored: whitespace costs no tokens (see `count_tokens`), so a long run of it would pass into a context unpaid."
     return _WS_RUN.sub(lambda m: "\n" if _BREAKS.intersection(m[0]) else " ", text.replace("\ufeff", "").strip())   # a byte-order mark is never content
 
+# %% ../nbs/00_core.ipynb #24bbafc1
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f]")  # C0 controls and DEL, except tab and the line breaks of `str.splitlines` (\n \v \f \r \x1c-\x1e)
 
 def _check_texts(raw):
@@ -128,6 +133,7 @@ def _check_texts(raw):
     ctrl = [i for i, (_, t, _) in enumerate(raw) if _CONTROL.search(t)]
     if ctrl: raise ValueError(f"fact text holds a control character other than tab and line breaks (U+{ord(_CONTROL.search(raw[ctrl[0]][1])[0]):04X}) at index {ctrl[:20]}")
 
+# %% ../nbs/00_core.ipynb #d7b2fd4d
 def _with_ids(raw)->list[Fact]:
     "Facts with ids: the caller's, else content-derived with `-2`, `-3`, ... for repeated texts. Refuses duplicate ids."
     facts, seen = [], {}
@@ -179,12 +185,13 @@ def wordpiece_tokenizer(vocab:str|Path|None=None, # vocab.txt (one token per lin
     if max_length is not None: tok.enable_truncation(max_length=max_length)
     return tok
 
-# %% ../nbs/00_core.ipynb #d6c2c73d
+# %% ../nbs/00_core.ipynb #15c42047
 @lru_cache(maxsize=1)
 def _counter(): return wordpiece_tokenizer(max_length=None)
 
 UNK_ID = 100  # `[UNK]` in the MiniLM vocabulary
 
+# %% ../nbs/00_core.ipynb #279ded87
 # What the BERT normalizer (`clean_text`) removes that is not whitespace: control (Cc), format (Cf) and private-use (Co)
 # characters and U+FFFD, by the Unicode tables of `tokenizers` (read off its normalizer over every code point; the hidden test checks it).
 _DROPPED = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u180e\u200b-\u200f\u202a-\u202e"
@@ -200,6 +207,7 @@ def strip_dropped(text:str # any text
     "What the tokenizer reads of `text`: two texts equal after it differ only in invisible characters (`setree.store.norm_text` uses it)."
     return _DROPPED.sub("", text) if _has_dropped(text) else text
 
+# %% ../nbs/00_core.ipynb #e98c5206
 def token_costs(enc, # a `tokenizers.Encoding` of the counter (no special tokens)
                 text:str, # the text `enc` encodes (its dropped characters are charged)
                )->np.ndarray: # (tokens,) int64: 1 per token, an `[UNK]` the characters it covers, plus 1 per dropped character it carries
@@ -214,6 +222,7 @@ def token_costs(enc, # a `tokenizers.Encoding` of the counter (no special tokens
     np.add.at(costs, k[~in_unk], 1)
     return costs
 
+# %% ../nbs/00_core.ipynb #3ce48491
 def encoding_tokens(enc, # a `tokenizers.Encoding` of the counter (no special tokens)
                     text:str, # the text `enc` encodes (its dropped characters are charged)
                    )->int: # `token_costs(enc, text).sum()`, or the number of dropped characters when there is no token
@@ -223,6 +232,7 @@ def encoding_tokens(enc, # a `tokenizers.Encoding` of the counter (no special to
         return int(token_costs(enc, text).sum()) if ids else len(_DROPPED.findall(text))
     return len(ids) if UNK_ID not in ids else int(token_costs(enc, text).sum())
 
+# %% ../nbs/00_core.ipynb #6f65926e
 def count_tokens(texts:str|list[str] # one text or a list of texts
                 ):# int for one text; int64 array (n,) for a list
     "MiniLM WordPiece tokens without special tokens and without truncation (an unknown word: one per character; a dropped invisible character: one): the budget unit of setree."
@@ -307,7 +317,7 @@ def _check_links(parent, children, N:int)->int:
     if v is not None: raise InvalidTree(f"node {v} has parent {parent[v]}, which is a fact")
     return M
 
-# %% ../nbs/00_core.ipynb #db6ce76c
+# %% ../nbs/00_core.ipynb #79253a54
 class _ChildLists(list):
     """Children lists that are consecutive slices of one flat int64 array, kept with it (`setree.store` builds the children of a
     stored or maintained tree this way): `joined_children` then costs one identity check per node instead of joining 50,000 arrays.
@@ -316,6 +326,7 @@ class _ChildLists(list):
         super().__init__(parts); self._snap, self._flat, self._lens = tuple(parts), flat, lens
     def __reduce_ex__(self, protocol): return (list, (list(self),))   # a copy (copy, deepcopy, pickle) is a plain list: its arrays are no longer views of `_flat`
 
+# %% ../nbs/00_core.ipynb #6fa46abe
 def joined_children(children:list # one integer array (or list) per node
                    )->tuple[np.ndarray, np.ndarray|None]: # ((M,) int64 lengths, the lists end to end as int64; None when they are not flat integer arrays)
     "The children lists' lengths and their concatenation, kept from when they were built when they are unchanged since (`_ChildLists`)."
@@ -327,6 +338,7 @@ def joined_children(children:list # one integer array (or list) per node
     except (ValueError, TypeError): return lens, None
     return lens, kids if kids.ndim == 1 and (not kids.size or kids.dtype.kind in "iu") else None
 
+# %% ../nbs/00_core.ipynb #2c4b012e
 def _check_children(parent, children, N:int, M:int):
     "Every non-root node is listed once, among its parent's children; facts have none; internal nodes at least one."
     nkids, kids = joined_children(children)

@@ -454,7 +454,10 @@ def cover_data(c:Cover, # a cover
         if not it["fact_ids_complete"]: it["fact_ids"] = it["fact_ids"][:FACT_IDS_SHOWN]
     return {**d, "rendered": c.render()}
 
-# %% ../nbs/06_cover.ipynb #4a9c4e1f
+# %% ../nbs/06_cover.ipynb #285f1e4c
+from .core import patch
+
+# %% ../nbs/06_cover.ipynb #013b6195
 class _Walk:
     "The state of one walk (see the steps above); `trace` (a list) receives one row per step."
     def __init__(self, tree, ix, rel_ord, q, budget, params, trace=None, full_root=True):
@@ -471,140 +474,167 @@ class _Walk:
         self.used, self.cap, self.heap = ix.header, params.overview_share * budget, []
         self.mf, self.ms = marker_tokens("f", min(N, budget // 4) + 2), marker_tokens("s", min(M - N, budget // 4) + 2)
 
-    def _body(self, a)->int: return self.rbody if a == self.t.root else int(self.ix.body[a])
-    def _quotes(self, a)->np.ndarray: return self.rquotes if a == self.t.root else self.ix.quotes[a]
+# %% ../nbs/06_cover.ipynb #68780e68
+@patch
+def _body(self:_Walk, a)->int: return self.rbody if a == self.t.root else int(self.ix.body[a])
 
-    def _refundable(self)->int:
-        "Most tokens a step can get back: the lines of every visible summary (a lower bound of any step's net cost is its own line minus this)."
-        return self.summ_body + int(self.ms[1:self.ns + 1].sum())
+@patch
+def _quotes(self:_Walk, a)->np.ndarray: return self.rquotes if a == self.t.root else self.ix.quotes[a]
 
-    def _log(self, c, score, action, cost):
-        if self.trace is not None:
-            self.trace.append({"step": len(self.trace), "node": int(c), "kind": str(self.ix.kind[c]), "score": score,
-                               "action": action, "cost": int(cost), "used": int(self.used)})
+@patch
+def _refundable(self:_Walk)->int:
+    "Most tokens a step can get back: the lines of every visible summary (a lower bound of any step's net cost is its own line minus this)."
+    return self.summ_body + int(self.ms[1:self.ns + 1].sum())
 
-    def _fact_line(self, f, nf, gl):
-        "Cost of giving fact f the (nf+1)-th fact line, with gl the date groups opened so far in this step."
-        if nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (nf + 1))
-        g = int(self.ix.gid[f]); new = self.p.dates and g >= 0 and self.gcount[g] + gl.get(g, 0) == 0
-        gl[g] = gl.get(g, 0) + 1
-        return int(self.ix.body[f]) + int(self.mf[nf + 1]) + (int(self.ix.gtok[g]) if new else 0)
+@patch
+def _log(self:_Walk, c, score, action, cost):
+    if self.trace is not None:
+        self.trace.append({"step": len(self.trace), "node": int(c), "kind": str(self.ix.kind[c]), "score": score,
+                           "action": action, "cost": int(cost), "used": int(self.used)})
 
-    def start(self, root):
-        "Select and show the root; push its children."
-        ix = self.ix
-        self.selected[root] = True
-        if root < ix.N:
-            self.used += self._fact_line(root, 0, {}); self.nf = 1
-            if ix.gid[root] >= 0: self.gcount[ix.gid[root]] += 1
-        else:
-            self.shown[root] = True; self.ns = 1; self.summ_body = self.rbody
-            self.used += self.rbody + int(self.ms[1]); self.qcount[self.rquotes] += 1
-            self._push(root)
-        self._log(root, None, "root", self.used - ix.header)
+# %% ../nbs/06_cover.ipynb #23d927ea
+@patch
+def _fact_line(self:_Walk, f, nf, gl):
+    "Cost of giving fact f the (nf+1)-th fact line, with gl the date groups opened so far in this step."
+    if nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (nf + 1))
+    g = int(self.ix.gid[f]); new = self.p.dates and g >= 0 and self.gcount[g] + gl.get(g, 0) == 0
+    gl[g] = gl.get(g, 0) + 1
+    return int(self.ix.body[f]) + int(self.mf[nf + 1]) + (int(self.ix.gtok[g]) if new else 0)
 
-    def _push(self, v):
-        sc = _child_scores(self.t, self.rel, float(self.t.emb[v] @ self.q), v, self.p)
-        for c, s in zip(self.t.children[v].tolist(), sc.tolist()): heapq.heappush(self.heap, (-s, c))
+# %% ../nbs/06_cover.ipynb #65b87ff5
+@patch
+def start(self:_Walk, root):
+    "Select and show the root; push its children."
+    ix = self.ix
+    self.selected[root] = True
+    if root < ix.N:
+        self.used += self._fact_line(root, 0, {}); self.nf = 1
+        if ix.gid[root] >= 0: self.gcount[ix.gid[root]] += 1
+    else:
+        self.shown[root] = True; self.ns = 1; self.summ_body = self.rbody
+        self.used += self.rbody + int(self.ms[1]); self.qcount[self.rquotes] += 1
+        self._push(root)
+    self._log(root, None, "root", self.used - ix.header)
 
-    def _repeats(self, c)->bool:
-        "Would showing summary c repeat a sentence already shown (a fact a visible summary quotes, or a visible summary's text)?"
-        qc = self.ix.quotes[c]
-        if len(qc) and (self.qcount[qc] > 0).any(): return True
-        a = int(self.t.parent[c])
-        while a >= 0:
-            if self.shown[a] and (self.rtext if a == self.t.root else self.t.texts[a]) == self.t.texts[c]: return True
-            a = int(self.t.parent[a])
-        return False
+@patch
+def _push(self:_Walk, v):
+    sc = _child_scores(self.t, self.rel, float(self.t.emb[v] @ self.q), v, self.p)
+    for c, s in zip(self.t.children[v].tolist(), sc.tolist()): heapq.heappush(self.heap, (-s, c))
 
-    def _climb(self, a, st):
-        "A node below `a` just became represented: count it in `a`; a stepping stone whose children are all represented is now represented too and the climb goes on; a shown summary whose children are all represented is carried (hidden, its line returned, its quoted facts get lines)."
-        ix = self.ix
-        while a >= 0:
-            st["chain"].append(a)
-            if self.ncomp[a] + 1 < ix.arity[a]: return
-            if self.shown[a]:
-                st["carried"].append(a); st["delta"] -= self._body(a) + int(self.ms[st["ns"]]); st["ns"] -= 1
-                for f in self._quotes(a).tolist():
-                    st["dec"][f] = st["dec"].get(f, 0) + 1
-                    if (self.selected[f] or f == st["c"]) and self.qcount[f] == st["dec"][f]: self._line(f, st)
-                return
-            a = int(self.t.parent[a])
+# %% ../nbs/06_cover.ipynb #e5a0602f
+@patch
+def _repeats(self:_Walk, c)->bool:
+    "Would showing summary c repeat a sentence already shown (a fact a visible summary quotes, or a visible summary's text)?"
+    qc = self.ix.quotes[c]
+    if len(qc) and (self.qcount[qc] > 0).any(): return True
+    a = int(self.t.parent[c])
+    while a >= 0:
+        if self.shown[a] and (self.rtext if a == self.t.root else self.t.texts[a]) == self.t.texts[c]: return True
+        a = int(self.t.parent[a])
+    return False
 
-    def _line(self, f, st):
-        "Give fact f a line, unless a fact with the same text already has one (then it is shown by that line, free)."
-        if self.ix.twin[f]:
-            t = self.t.facts[f].text
-            if self.tline.get(t, 0) + st["tl"].get(t, 0): st["twins"].append(f); return
-            st["tl"][t] = st["tl"].get(t, 0) + 1
-        st["delta"] += self._fact_line(f, st["nf"], st["gl"]); st["nf"] += 1; st["lines"].append(f)
+# %% ../nbs/06_cover.ipynb #19ab831a
+@patch
+def _climb(self:_Walk, a, st):
+    "A node below `a` just became represented: count it in `a`; a stepping stone whose children are all represented is now represented too and the climb goes on; a shown summary whose children are all represented is carried (hidden, its line returned, its quoted facts get lines)."
+    ix = self.ix
+    while a >= 0:
+        st["chain"].append(a)
+        if self.ncomp[a] + 1 < ix.arity[a]: return
+        if self.shown[a]:
+            st["carried"].append(a); st["delta"] -= self._body(a) + int(self.ms[st["ns"]]); st["ns"] -= 1
+            for f in self._quotes(a).tolist():
+                st["dec"][f] = st["dec"].get(f, 0) + 1
+                if (self.selected[f] or f == st["c"]) and self.qcount[f] == st["dec"][f]: self._line(f, st)
+            return
+        a = int(self.t.parent[a])
 
-    def _apply(self, c, score, st):
-        ix = self.ix
-        self.selected[c], self.score[c] = True, score
-        for f in st["lines"]:
-            if ix.gid[f] >= 0: self.gcount[ix.gid[f]] += 1
-        for t, n in st["tl"].items(): self.tline[t] = self.tline.get(t, 0) + n
-        self.twin_shown[st["twins"]] = True
-        for a in st["chain"]: self.ncomp[a] += 1
-        for a in st["carried"]:
-            self.shown[a] = False; self.qcount[self._quotes(a)] -= 1; self.summ_body -= self._body(a)
-        self.nf, self.ns, self.used = st["nf"], st["ns"], self.used + st["delta"]
+# %% ../nbs/06_cover.ipynb #59a2fe2d
+@patch
+def _line(self:_Walk, f, st):
+    "Give fact f a line, unless a fact with the same text already has one (then it is shown by that line, free)."
+    if self.ix.twin[f]:
+        t = self.t.facts[f].text
+        if self.tline.get(t, 0) + st["tl"].get(t, 0): st["twins"].append(f); return
+        st["tl"][t] = st["tl"].get(t, 0) + 1
+    st["delta"] += self._fact_line(f, st["nf"], st["gl"]); st["nf"] += 1; st["lines"].append(f)
 
-    def _state(self, c):
-        return {"c": c, "delta": 0, "nf": self.nf, "ns": self.ns, "gl": {}, "lines": [], "chain": [], "carried": [], "dec": {}, "tl": {}, "twins": []}
+# %% ../nbs/06_cover.ipynb #ec4d1173
+@patch
+def _apply(self:_Walk, c, score, st):
+    ix = self.ix
+    self.selected[c], self.score[c] = True, score
+    for f in st["lines"]:
+        if ix.gid[f] >= 0: self.gcount[ix.gid[f]] += 1
+    for t, n in st["tl"].items(): self.tline[t] = self.tline.get(t, 0) + n
+    self.twin_shown[st["twins"]] = True
+    for a in st["chain"]: self.ncomp[a] += 1
+    for a in st["carried"]:
+        self.shown[a] = False; self.qcount[self._quotes(a)] -= 1; self.summ_body -= self._body(a)
+    self.nf, self.ns, self.used = st["nf"], st["ns"], self.used + st["delta"]
 
-    def summary(self, c, score):
-        "Pop of an internal node: shown within the overview share, else a stepping stone; skipped if nothing below can fit."
-        ix, room = self.ix, self.budget - self.used
-        if self.ns + 2 >= len(self.ms): self.ms = marker_tokens("s", 2 * (self.ns + 2))
-        if self.nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (self.nf + 1))
-        if self.trace is None and int(ix.minfact[c]) + int(self.mf[self.nf + 1]) > room \
-                and int(ix.body[c]) + int(self.ms[self.ns + 1]) - self._refundable() > room:
-            return   # neither its line nor any fact below can fit: the skip below, decided without building the step
-        st, show = self._state(c), False
-        if not self._repeats(c):
-            st["ns"] += 1; st["delta"] = int(ix.body[c]) + int(self.ms[st["ns"]])
-            self._climb(int(self.t.parent[c]), st)
-            share = self.summ_body + int(ix.body[c]) - sum(self._body(a) for a in st["carried"]) + int(self.ms[1:st["ns"] + 1].sum())
-            show = share <= self.cap and st["delta"] <= room
-        if not show:
-            if int(ix.minfact[c]) + int(self.mf[self.nf + 1]) > room: return self._log(c, score, "skip: nothing below fits", 0)
-            self.selected[c], self.score[c] = True, score
-            self._log(c, score, "stepping stone", 0)
-        else:
-            self._apply(c, score, st)
-            self.shown[c] = True; self.summ_body += int(ix.body[c]); self.qcount[ix.quotes[c]] += 1
-            self._log(c, score, "show summary" + (f"; carries {', '.join(f'#{a}' for a in st['carried'])}" if st["carried"] else ""), st["delta"])
-        self._push(c)
+@patch
+def _state(self:_Walk, c):
+    return {"c": c, "delta": 0, "nf": self.nf, "ns": self.ns, "gl": {}, "lines": [], "chain": [], "carried": [], "dec": {}, "tl": {}, "twins": []}
 
-    def fact(self, c, score):
-        "Pop of a fact: its line (or free inside a visible summary), then the climb; skipped if the net cost does not fit."
-        ix = self.ix
-        if self.trace is None and self.qcount[c] == 0 and not ix.twin[c]:
-            if self.nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (self.nf + 1))
-            if int(ix.body[c]) + int(self.mf[self.nf + 1]) - self._refundable() > self.budget - self.used: return   # cannot fit, whatever it carries
-        st = self._state(c)
-        if self.qcount[c] == 0: self._line(c, st)
+# %% ../nbs/06_cover.ipynb #a7e7dd07
+@patch
+def summary(self:_Walk, c, score):
+    "Pop of an internal node: shown within the overview share, else a stepping stone; skipped if nothing below can fit."
+    ix, room = self.ix, self.budget - self.used
+    if self.ns + 2 >= len(self.ms): self.ms = marker_tokens("s", 2 * (self.ns + 2))
+    if self.nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (self.nf + 1))
+    if self.trace is None and int(ix.minfact[c]) + int(self.mf[self.nf + 1]) > room \
+            and int(ix.body[c]) + int(self.ms[self.ns + 1]) - self._refundable() > room:
+        return   # neither its line nor any fact below can fit: the skip below, decided without building the step
+    st, show = self._state(c), False
+    if not self._repeats(c):
+        st["ns"] += 1; st["delta"] = int(ix.body[c]) + int(self.ms[st["ns"]])
         self._climb(int(self.t.parent[c]), st)
-        if st["delta"] > self.budget - self.used: return self._log(c, score, "skip: does not fit", st["delta"])
+        share = self.summ_body + int(ix.body[c]) - sum(self._body(a) for a in st["carried"]) + int(self.ms[1:st["ns"] + 1].sum())
+        show = share <= self.cap and st["delta"] <= room
+    if not show:
+        if int(ix.minfact[c]) + int(self.mf[self.nf + 1]) > room: return self._log(c, score, "skip: nothing below fits", 0)
+        self.selected[c], self.score[c] = True, score
+        self._log(c, score, "stepping stone", 0)
+    else:
         self._apply(c, score, st)
-        action = "fact line" if c in st["lines"] else "same text as a fact shown" if c in st["twins"] else "fact shown inside a summary"
-        self._log(c, score, action + (f"; carries {', '.join(f'#{a}' for a in st['carried'])}" if st["carried"] else ""), st["delta"])
+        self.shown[c] = True; self.summ_body += int(ix.body[c]); self.qcount[ix.quotes[c]] += 1
+        self._log(c, score, "show summary" + (f"; carries {', '.join(f'#{a}' for a in st['carried'])}" if st["carried"] else ""), st["delta"])
+    self._push(c)
 
-    def run(self):
-        N, ms = self.ix.N, self.p.min_score
-        while self.heap:
-            negs, c = heapq.heappop(self.heap)
-            if -negs < ms: self._log(c, -negs, "stop: below min_score", 0); break
-            (self.fact if c < N else self.summary)(c, -negs)
-        return self
+# %% ../nbs/06_cover.ipynb #4ba042ea
+@patch
+def fact(self:_Walk, c, score):
+    "Pop of a fact: its line (or free inside a visible summary), then the climb; skipped if the net cost does not fit."
+    ix = self.ix
+    if self.trace is None and self.qcount[c] == 0 and not ix.twin[c]:
+        if self.nf + 1 >= len(self.mf): self.mf = marker_tokens("f", 2 * (self.nf + 1))
+        if int(ix.body[c]) + int(self.mf[self.nf + 1]) - self._refundable() > self.budget - self.used: return   # cannot fit, whatever it carries
+    st = self._state(c)
+    if self.qcount[c] == 0: self._line(c, st)
+    self._climb(int(self.t.parent[c]), st)
+    if st["delta"] > self.budget - self.used: return self._log(c, score, "skip: does not fit", st["delta"])
+    self._apply(c, score, st)
+    action = "fact line" if c in st["lines"] else "same text as a fact shown" if c in st["twins"] else "fact shown inside a summary"
+    self._log(c, score, action + (f"; carries {', '.join(f'#{a}' for a in st['carried'])}" if st["carried"] else ""), st["delta"])
+
+# %% ../nbs/06_cover.ipynb #a9238949
+@patch
+def run(self:_Walk):
+    N, ms = self.ix.N, self.p.min_score
+    while self.heap:
+        negs, c = heapq.heappop(self.heap)
+        if -negs < ms: self._log(c, -negs, "stop: below min_score", 0); break
+        (self.fact if c < N else self.summary)(c, -negs)
+    return self
 
 def _walk(tree, ix, rel_ord, q, budget, params, trace=None, full_root=True)->_Walk:
     w = _Walk(tree, ix, rel_ord, q, budget, params, trace, full_root)
     w.start(tree.root)
     return w.run()
 
+# %% ../nbs/06_cover.ipynb #f2b9b335
 def _root_cost(ix, tree, dates, full=True)->int:
     "Header + the root's line: its summary (`full`) or its short line, or a fact line with its date line."
     r = tree.root
@@ -619,10 +649,12 @@ def _root_full(ix, tree, params, eff)->bool:
     line = int(ix.body[r]) + int(marker_tokens("s", 1)[1])
     return line <= params.overview_share * eff and ix.header + line <= eff
 
+# %% ../nbs/06_cover.ipynb #fee6ee48
 def _min_budget(ix, tree, dates)->int:
     "The smallest budget that returns something: header + the root's cheapest line."
     return min(_root_cost(ix, tree, dates), _root_cost(ix, tree, dates, False) if tree.root >= ix.N else math.inf)
 
+# %% ../nbs/06_cover.ipynb #6b64c0f6
 def _fit_root_line(tree, ix, w, rel_ord, visible, eff):
     "Rewrite the root's short line as `prompt_phrases` in its own tokens plus the unspent budget (see 'The root's line')."
     N = ix.N
@@ -639,6 +671,7 @@ def _fit_root_line(tree, ix, w, rel_ord, visible, eff):
         w.used += n - w.rbody; w.rtext, w.rbody = line, n
         w._log(tree.root, None, f"root line: phrases of the {w.p.glimpse} most relevant facts not shown", n)
 
+# %% ../nbs/06_cover.ipynb #27596f87
 def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
                  q:np.ndarray, # prompt embedding, float (d,), unit norm
                  budget:int, # tokens; validated by `check_budget`; huge values mean "everything fits"
@@ -665,11 +698,22 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
     N = ix.N
     visible = np.concatenate([w.selected[:N] & (w.qcount == 0) & ~w.twin_shown, w.shown[N:]])
     if params.glimpse and not full_root and tree.root >= N and w.shown[tree.root]: _fit_root_line(tree, ix, w, rel_ord, visible, eff)
+    vis, groups = _render_order(tree, ix, visible, params.dates)
+    return done(_cover_items(tree, ix, w, vis), int(w.used), "ok", None, (tuple(groups), ix.gtext, ix.gkey))
+
+# %% ../nbs/06_cover.ipynb #e324426b
+def _render_order(tree, ix, visible:np.ndarray, dates:bool)->tuple[np.ndarray, list[int]]:
+    "The visible nodes (a boolean mask over nodes) in render order, and the date group of each."
     vis = np.flatnonzero(visible)
     vis = vis[np.lexsort((tree.depth[vis], tree.start[vis]))]   # pre-order: by first fact, an ancestor before its descendants
     kinds, groups = [str(ix.kind[v]) for v in vis.tolist()], [int(ix.group[v]) for v in vis.tolist()]
-    order = _layout(kinds, groups, ix.gkey, params.dates)
-    vis, groups = vis[order], [groups[i] for i in order]
+    order = _layout(kinds, groups, ix.gkey, dates)
+    return vis[order], [groups[i] for i in order]
+
+# %% ../nbs/06_cover.ipynb #e96941f1
+def _cover_items(tree, ix, w:_Walk, vis:np.ndarray)->list[CoverItem]:
+    "The `CoverItem`s of the visible nodes `vis` (in render order) of the walk `w`."
+    N = ix.N
     nf = ns = 0
     items = []
     for v in vis.tolist():
@@ -679,7 +723,7 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
         root = v == tree.root
         items.append(CoverItem(v, int(tree.level[v]), str(ix.kind[v]), w.rtext if root else tree.texts[v], None if root else float(w.score[v]),
                                w._body(v), ix.ids_ord[tree.start[v]:tree.stop[v]].tolist(), mark, ix.gtext[g] if g >= 0 else None))
-    return done(items, int(w.used), "ok", None, (tuple(groups), ix.gtext, ix.gkey))
+    return items
 
 # %% ../nbs/06_cover.ipynb #d772e32a
 def _tree_embedder(tree):

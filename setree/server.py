@@ -30,7 +30,7 @@ from . import __version__
 from .core import as_facts, patch
 from .cover import check_budget, cover_data
 
-# %% ../nbs/08b_server.ipynb #cd1f8555
+# %% ../nbs/08b_server.ipynb #dc0aa914
 _FACT = {"anyOf": [
     {"type": "string", "description": "the fact's text: one short, self-contained statement"},
     {"type": "object", "additionalProperties": False, "required": ["text"],
@@ -41,7 +41,8 @@ _FACT = {"anyOf": [
 def _schema(props:dict, required=()):
     return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
 
-TOOLS = {
+# %% ../nbs/08b_server.ipynb #4afd9d6d
+TOOLS = {   # name: (description, JSON schema of the arguments); `tools/list` lists them in this order
  "retrieve": ("Recall what this memory knows that is relevant to a prompt. Returns a context of at most `budget` tokens: the most "
               "relevant stored facts verbatim, and short summaries standing in for groups of related facts that do not fit one by one. "
               "Each line is marked `[f1]`, `[f2]`, … for a fact and `[s1]`, … for a summary, numbered within this context; after the context a "
@@ -56,6 +57,10 @@ TOOLS = {
                        "all_fact_ids": {"type": "boolean", "default": False, "description": "list every fact id under each summary "
                                         "item (default: the first 20 and `n_facts`; a summary near the root can stand for thousands)"}},
                       ["prompt"])),
+}
+
+# %% ../nbs/08b_server.ipynb #89a381c6
+TOOLS.update({
  "insert": ("Remember new facts. A fact is one short, self-contained statement, e.g. \"the user's cat is named Miso\". Give one text, "
             "or a list of texts or of objects {text, id?, meta?}. Returns at once with the fact ids and a sequence number `seq`: the facts "
             "are stored durably and become visible to `retrieve` after the next background pass (about half a second after the last "
@@ -77,6 +82,10 @@ TOOLS = {
            _schema({"facts": {"type": "array", "items": _FACT, "description": "every fact of the new knowledge base"},
                     "replace": {"type": "boolean", "default": False, "description": "true to replace a knowledge base that holds facts"}},
                    ["facts"])),
+})
+
+# %% ../nbs/08b_server.ipynb #0a64cee9
+TOOLS.update({
  "maintain": ("Apply every queued change now instead of after the quiet period, and wait for that pass (at most `wait_seconds`). "
               "Rarely needed: changes are applied automatically. Returns the pass report and `applied_seq`.",
               _schema({"wait_seconds": {"type": "number", "minimum": 0, "maximum": 600, "default": 60,
@@ -88,8 +97,9 @@ TOOLS = {
            "passes succeed).", _schema({})),
  "reset": ("Delete every fact and summary of this knowledge base. Irreversible: it only runs with `confirm` set to true, so ask "
            "the user first.", _schema({"confirm": {"type": "boolean", "description": "must be true"}}, ["confirm"])),
-}
+})
 
+# %% ../nbs/08b_server.ipynb #c3b73b7f
 def tool_list()->list[mt.Tool]:
     "The tools as the SDK's `Tool` objects, in the order above."
     return [mt.Tool(name=n, description=d, input_schema=s) for n, (d, s) in TOOLS.items()]
@@ -111,12 +121,13 @@ def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
         if p: return p.lstrip(".")
     return None
 
-# %% ../nbs/08b_server.ipynb #a3735971
+# %% ../nbs/08b_server.ipynb #ac97e6ca
 def json_type(v)->str:
     "What a JSON value is, in JSON's words (for messages to a JSON caller)."
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
             else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
+# %% ../nbs/08b_server.ipynb #24cfd437
 def _plain(v):
     "`v` with every whole float written as an integer (JSON has one number type: 1e9 is 1000000000); NaN and infinities stay."
     if isinstance(v, float) and v.is_integer() and abs(v) < 1e16: return int(v)
@@ -130,6 +141,7 @@ def _shown(v)->str:
     except (TypeError, ValueError, RecursionError): t = repr(v)
     return t if len(t) <= 40 else t[:39] + "…"
 
+# %% ../nbs/08b_server.ipynb #65355421
 def fact_items(facts # one text, one {text, id?, meta?} object, or a list of them
               )->list:
     "The facts of an `insert`/`build` call as a list, validated by `setree.core.as_facts` (its messages). Raises `TypeError`, `ValueError`."
@@ -147,6 +159,7 @@ def fact_ids(ids # one fact id, or a list of them
     items = [ids] if isinstance(ids, str) else ids if isinstance(ids, list) else []
     if any(isinstance(i, str) and is_blank(i) for i in items): raise ValueError("fact id is blank")
 
+# %% ../nbs/08b_server.ipynb #74001502
 def _flag(name):
     def check(v):
         if not isinstance(v, bool): raise TypeError(f"{name} must be true or false, got {_shown(v)} ({json_type(v)})")
@@ -165,6 +178,7 @@ def _budget(v):
 _CHECKS = {"retrieve": {"budget": _budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
            "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}, "forget": {"ids": fact_ids}}
 
+# %% ../nbs/08b_server.ipynb #386ef11b
 _PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'),
                ("an object (dict)", "an object"))
 _PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
@@ -179,6 +193,7 @@ def _json_repr(py:str)->str:
     try: return json.dumps(_plain(float(py) if py in ("nan", "inf", "-inf") else ast.literal_eval(py)), ensure_ascii=False)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return py
 
+# %% ../nbs/08b_server.ipynb #68367018
 def in_json(msg:str # a message of the library
            )->str: # the same message in the words of a JSON caller
     "A library message for an MCP caller: Python values and type names become JSON ones (`None (NoneType)` -> `null (null)`, `['x']` -> `[\"x\"]`), keyword arguments become JSON arguments."
@@ -211,7 +226,7 @@ def check_arguments(name:str, # the tool's name
             except (TypeError, ValueError) as e: raise InvalidParams(in_json(str(e))) from None
     return args
 
-# %% ../nbs/08b_server.ipynb #0fce538c
+# %% ../nbs/08b_server.ipynb #399faf2a
 class Writer:
     "The single background thread that drains the knowledge base's queue: one pass after `quiet_s` without a new change."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`
@@ -233,24 +248,30 @@ class Writer:
 
     def start(self)->Writer: self._thread.start(); return self
 
-    def changed(self):
-        "Note a queued change: a pass follows after the quiet window."
-        with self._cv: self._dirty = time.monotonic(); self._cv.notify_all()
+# %% ../nbs/08b_server.ipynb #82f21326
+@patch
+def changed(self:Writer):
+    "Note a queued change: a pass follows after the quiet window."
+    with self._cv: self._dirty = time.monotonic(); self._cv.notify_all()
 
-    def request(self)->int:
-        "Ask for a pass now; returns a ticket for `wait`."
-        with self._cv: self._requested += 1; self._cv.notify_all(); return self._requested
+# %% ../nbs/08b_server.ipynb #b04ed750
+@patch
+def request(self:Writer)->int:
+    "Ask for a pass now; returns a ticket for `wait`."
+    with self._cv: self._requested += 1; self._cv.notify_all(); return self._requested
 
-    def wait(self, ticket:int, timeout:float)->bool:
-        "Wait until a pass that started after `request()` returned `ticket` has finished; False on timeout."
-        with self._cv: return self._cv.wait_for(lambda: self._served >= ticket or self._stop, timeout)
+@patch
+def wait(self:Writer, ticket:int, timeout:float)->bool:
+    "Wait until a pass that started after `request()` returned `ticket` has finished; False on timeout."
+    with self._cv: return self._cv.wait_for(lambda: self._served >= ticket or self._stop, timeout)
 
-# %% ../nbs/08b_server.ipynb #acff60c1
+# %% ../nbs/08b_server.ipynb #18ddb1cc
 @patch
 def _due(self:Writer, now:float)->bool:
     if self._requested > self._served: return True
     return self._dirty is not None and now >= max(self._dirty + self.quiet_s, self._not_before)
 
+# %% ../nbs/08b_server.ipynb #a79bee9e
 @patch
 def _next(self:Writer)->int|None:
     "Block until a pass is due; returns the request count it serves, or None when stopping."
@@ -275,7 +296,7 @@ def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #d22d6897
+# %% ../nbs/08b_server.ipynb #75f65183
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
@@ -297,6 +318,7 @@ def _run(self:Writer):
             else: self.failures = 0
             self._cv.notify_all()
 
+# %% ../nbs/08b_server.ipynb #23fab76b
 @patch
 def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be applied before stopping
          ):
@@ -304,7 +326,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #dee6ca4f
+# %% ../nbs/08b_server.ipynb #41392c27
 def _pass_worker(conn, path:str, spec:dict):
     "Body of the worker process: open the knowledge base once, then one pass per request until a None request. Ignores Ctrl-C (SIGINT): the parent stops it."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -325,6 +347,7 @@ def _pass_worker(conn, path:str, spec:dict):
             try: conn.send(("ok", kb.maintain()))
             except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
 
+# %% ../nbs/08b_server.ipynb #6e0756ec
 @contextmanager
 def _sigint_ignored():
     "Ignore SIGINT while a child process is spawned (it inherits that, so it ignores Ctrl-C from its first instruction); main thread only."
@@ -333,6 +356,7 @@ def _sigint_ignored():
     try: yield
     finally: signal.signal(signal.SIGINT, old)
 
+# %% ../nbs/08b_server.ipynb #5fd28a91
 class PassWorker:
     "Maintenance passes in one child process (spawned on first use, restarted if it dies); `maintain()` blocks the calling thread only."
     def __init__(self, path, # the store file
@@ -343,20 +367,22 @@ class PassWorker:
     @property
     def pid(self)->int|None: return self._proc.pid if self._proc is not None and self._proc.is_alive() else None
 
-    def start(self)->PassWorker:
-        "Spawn the worker and wait until it has opened the store; raises `RuntimeError` if it cannot."
-        import multiprocessing as mp
-        ctx = mp.get_context("spawn")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_pass_worker, args=(child, self.path, self.spec), name="setree-pass", daemon=True)
-        with _sigint_ignored(): self._proc.start()   # born ignoring Ctrl-C, which the terminal sends to the whole process group
-        child.close()
-        try: kind, _ = self._conn.recv()
-        except EOFError: kind = None
-        if kind != "ready": raise RuntimeError(f"the pass worker process could not open {self.path} (exit code {self._proc.exitcode})")
-        return self
+# %% ../nbs/08b_server.ipynb #172e3bbe
+@patch
+def start(self:PassWorker)->PassWorker:
+    "Spawn the worker and wait until it has opened the store; raises `RuntimeError` if it cannot."
+    import multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    self._conn, child = ctx.Pipe()
+    self._proc = ctx.Process(target=_pass_worker, args=(child, self.path, self.spec), name="setree-pass", daemon=True)
+    with _sigint_ignored(): self._proc.start()   # born ignoring Ctrl-C, which the terminal sends to the whole process group
+    child.close()
+    try: kind, _ = self._conn.recv()
+    except EOFError: kind = None
+    if kind != "ready": raise RuntimeError(f"the pass worker process could not open {self.path} (exit code {self._proc.exitcode})")
+    return self
 
-# %% ../nbs/08b_server.ipynb #b35a2ba1
+# %% ../nbs/08b_server.ipynb #0ef0760d
 @patch
 def maintain(self:PassWorker)->dict:
     "One pass in the worker: its report. Raises `RuntimeError` naming the failure (also when the worker died)."
@@ -370,6 +396,7 @@ def maintain(self:PassWorker)->dict:
     if kind == "error": raise RuntimeError(value)
     return value
 
+# %% ../nbs/08b_server.ipynb #4f80edfc
 @patch
 def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass finish before the worker is terminated
          ):
@@ -381,7 +408,7 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #57908088
+# %% ../nbs/08b_server.ipynb #55870b58
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -397,7 +424,7 @@ def _retrieve_text(c, pending:int=0)->str:
     ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
     return c.render() + (f"\n\nfact ids: {ids}" if ids else "")
 
-
+# %% ../nbs/08b_server.ipynb #7e3ff8f2
 class MemoryServer:
     "One knowledge base behind the MCP tools: validation, the single writer, results for an LLM and for programs."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`, open for writing
@@ -424,7 +451,7 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #49d95442
+# %% ../nbs/08b_server.ipynb #83e35852
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
@@ -436,13 +463,13 @@ def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the fa
                    (f" ({len(d['already_stored'])} already stored, nothing new for: {', '.join(d['already_stored'][:8])})" if d["already_stored"] else "") +
                    f". Visible to retrieve once stats shows applied_seq >= {d['seq']} (normally within a second).", d)
 
-
+# %% ../nbs/08b_server.ipynb #0fe2e54c
 def iso_time(t:float|None # seconds since the epoch, or None
             )->str|None: # UTC ISO 8601 with milliseconds, as the pass reports' `started_at`
     from datetime import datetime, timezone
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
-
+# %% ../nbs/08b_server.ipynb #3949ec2e
 @patch
 def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
     c = self.kb.retrieve(prompt, budget)
@@ -458,6 +485,7 @@ def tool_stats(self:MemoryServer):
                                        "worker_pid": self.worker.pid if self.worker else None}}
     return _result(json.dumps(s, ensure_ascii=False, indent=1, default=str), json.loads(json.dumps(s, default=str)))
 
+# %% ../nbs/08b_server.ipynb #f8fb7ba7
 @patch
 def tool_maintain(self:MemoryServer, wait_seconds=60):
     done = self.writer.wait(self.writer.request(), float(wait_seconds)) if wait_seconds else False
@@ -510,7 +538,7 @@ def make_server(app:MemoryServer # the knowledge base behind the tools
         except InvalidParams as e: raise MCPError(code=mt.INVALID_PARAMS, message=str(e)) from None
     return Server("setree", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
 
-# %% ../nbs/08b_server.ipynb #9ffd075e
+# %% ../nbs/08b_server.ipynb #c576c002
 @contextmanager
 def stdout_to_stderr():
     "While inside, file descriptor 1 (and `sys.stdout`) write to stderr: nothing reaches a stdio client's reader."
@@ -521,6 +549,7 @@ def stdout_to_stderr():
     finally:
         sys.stdout.flush(); os.dup2(saved, 1); os.close(saved)
 
+# %% ../nbs/08b_server.ipynb #9e8e4b99
 _SUSPECT = re.compile("[\ud800-\udfff]|\\\\u[dD][89a-fA-F]")
 _LEADING_ID = re.compile(r'\s*\{\s*(?:"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,\s*)*"id"\s*:\s*(-?\d+|"[^"\\]*")\s*[,}]')   # an id among the first keys
 
@@ -532,6 +561,7 @@ def _valid_id(msg:dict):
     i = msg.get("id")
     return i if isinstance(i, (str, int)) and not isinstance(i, bool) else None
 
+# %% ../nbs/08b_server.ipynb #574cb4cc
 def _not_a_request(msg:dict)->str|None:
     "Why a JSON object is not a JSON-RPC 2.0 request, notification or response, or None."
     if msg.get("jsonrpc") != "2.0": return f'"jsonrpc" must be "2.0", got {_shown(msg.get("jsonrpc")) if "jsonrpc" in msg else "nothing"}'
@@ -543,6 +573,7 @@ def _not_a_request(msg:dict)->str|None:
     if "params" in msg and not isinstance(msg["params"], dict): return f'"params" must be an object, got {_shown(msg["params"])} ({json_type(msg["params"])})'
     return None
 
+# %% ../nbs/08b_server.ipynb #90cf5b6f
 def _call_refusal(msg:dict, full:bool=False)->str|None:
     """Why a tools/call request is refused before the SDK sees it (no tool name, a name that is not a string, arguments that
     are not an object; with `full`, every check of `check_arguments`), or None. Cheap unless `full`: the handler checks the rest."""
@@ -554,6 +585,7 @@ def _call_refusal(msg:dict, full:bool=False)->str|None:
         except InvalidParams as e: return str(e)
     return None
 
+# %% ../nbs/08b_server.ipynb #ace8f081
 def read_message(line:str # one line from the client, decoded with errors='surrogateescape'
                 ): # `JSONRPCMessage` for the SDK, `JSONRPCError` to send back, or None (nothing to answer)
     """Parse one client line, once: the message for the SDK, or the error the caller gets instead of silence. JSON that is
@@ -584,12 +616,13 @@ def read_message(line:str # one line from the client, decoded with errors='surro
     except (ValidationError, RecursionError):
         return None if notification else _error(_valid_id(msg), mt.INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message, or nested too deeply")
 
-# %% ../nbs/08b_server.ipynb #c0dd497a
+# %% ../nbs/08b_server.ipynb #0cef862e
 def _is_pipe(fd:int)->bool:
     import stat
     m = os.fstat(fd).st_mode
     return stat.S_ISFIFO(m) or stat.S_ISSOCK(m)
 
+# %% ../nbs/08b_server.ipynb #d42e9d93
 class WireIn:
     """The client's messages, read from a private copy of descriptor 0 (on the event loop when it is a pipe or socket, else
     from a worker thread) and parsed once by `read_message`: it yields the SDK's messages and `JSONRPCError` answers."""
@@ -599,45 +632,55 @@ class WireIn:
 
     def __aiter__(self): return self._lines()
 
-    async def _readline(self):
-        if _is_pipe(self._f.fileno()):
-            import asyncio
-            loop = asyncio.get_running_loop()
-            reader = asyncio.StreamReader(limit=1 << 30, loop=loop)   # one request line may hold a whole knowledge base
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self._f)
-            return reader.readline
-        return lambda: anyio.to_thread.run_sync(self._f.readline, abandon_on_cancel=True)
+# %% ../nbs/08b_server.ipynb #54c13fdf
+@patch
+async def _readline(self:WireIn):
+    if _is_pipe(self._f.fileno()):
+        import asyncio
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 30, loop=loop)   # one request line may hold a whole knowledge base
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), self._f)
+        return reader.readline
+    return lambda: anyio.to_thread.run_sync(self._f.readline, abandon_on_cancel=True)
 
-    async def _lines(self):
-        readline = await self._readline()
-        while raw := await readline():
-            msg = read_message(raw.decode("utf-8", "surrogateescape"))
-            if msg is None: continue
-            if isinstance(msg, mt.JSONRPCError): logging.getLogger("setree.server").info("refused request %r: %s", msg.id, msg.error.message)
-            yield msg
+# %% ../nbs/08b_server.ipynb #9a5aba96
+@patch
+async def _lines(self:WireIn):
+    readline = await self._readline()
+    while raw := await readline():
+        msg = read_message(raw.decode("utf-8", "surrogateescape"))
+        if msg is None: continue
+        if isinstance(msg, mt.JSONRPCError): logging.getLogger("setree.server").info("refused request %r: %s", msg.id, msg.error.message)
+        yield msg
 
+# %% ../nbs/08b_server.ipynb #15153b99
 class WireOut:
     "The wire's write side on a private copy of descriptor 1: written on the event loop when it is a pipe or socket (no thread per message), else from a worker thread."
     def __init__(self, fd:int # a writable file descriptor (the server's copy of its stdout)
                 ):
         self._f, self._w = os.fdopen(fd, "wb", closefd=True), None
 
-    async def _open(self):
-        if not _is_pipe(self._f.fileno()): self._w = False; return
-        import asyncio
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self._f)
-        self._w = asyncio.StreamWriter(transport, protocol, None, loop)
+# %% ../nbs/08b_server.ipynb #171d712f
+@patch
+async def _open(self:WireOut):
+    if not _is_pipe(self._f.fileno()): self._w = False; return
+    import asyncio
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, self._f)
+    self._w = asyncio.StreamWriter(transport, protocol, None, loop)
 
-    async def write(self, text:str):
-        if self._w is None: await self._open()
-        if self._w is False: await anyio.to_thread.run_sync(self._f.write, text.encode("utf-8"))
-        else: self._w.write(text.encode("utf-8"))
+@patch
+async def write(self:WireOut, text:str):
+    if self._w is None: await self._open()
+    if self._w is False: await anyio.to_thread.run_sync(self._f.write, text.encode("utf-8"))
+    else: self._w.write(text.encode("utf-8"))
 
-    async def flush(self):
-        if self._w is False: await anyio.to_thread.run_sync(self._f.flush)
-        elif self._w is not None: await self._w.drain()
+@patch
+async def flush(self:WireOut):
+    if self._w is False: await anyio.to_thread.run_sync(self._f.flush)
+    elif self._w is not None: await self._w.drain()
 
+# %% ../nbs/08b_server.ipynb #52f5d7c7
 @contextmanager
 def _own_stdout():
     "A private copy of descriptor 1 for the wire; descriptor 1 itself writes to stderr meanwhile (nothing else reaches the client)."
@@ -654,6 +697,7 @@ def _own_stdin():
     try: yield private
     finally: os.dup2(saved, 0); os.close(saved)
 
+# %% ../nbs/08b_server.ipynb #1393be57
 async def serve_stdio(app:MemoryServer # the started knowledge base server
                      ):
     """Serve MCP on this process's stdin/stdout until the client closes stdin. The transport is the SDK's stdio one, except
@@ -676,7 +720,7 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
             tg.start_soon(reader); tg.start_soon(writer)
             async with write: await server.run(read, write, server.create_initialization_options())
 
-# %% ../nbs/08b_server.ipynb #ad6badb7
+# %% ../nbs/08b_server.ipynb #f86111bc
 def embedder_spec(name:str|None, # --embedder, or None
                   path:Path, # the store file (may not exist yet)
                  )->tuple[str, dict]: # (name, kwargs) for `setree.embed.get_embedder`
@@ -691,6 +735,7 @@ def embedder_spec(name:str|None, # --embedder, or None
             return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
     return (name or "minilm", {})
 
+# %% ../nbs/08b_server.ipynb #9a614ecf
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or an unusable store."""
@@ -702,13 +747,7 @@ def open_app(args)->MemoryServer:
     check_llm_flags(args)
     path = Path(args.db).expanduser().resolve()
     cfg = load_config(args.config)
-    summ_kw = None
-    if args.summarizer == "chat":
-        from setree.chat import ChatSummarizer
-        summ_kw, t = dict(base_url=args.llm_base_url, model=args.llm_model), args.llm_timeout
-        if t is not None: summ_kw.update(connect_timeout=min(5.0, t), read_timeout=t, deadline=t, timeout=t)   # > 0: `positive_seconds`
-        try: ChatSummarizer(**summ_kw).close()     # refuse a missing URL or model now, not in the first pass
-        except ValueError as e: raise UsageError(str(e)) from None
+    summ_kw = _chat_kwargs(args)
     spec = embedder_spec(args.embedder, path)
     emb = get_embedder(spec[0], **spec[1])
     if args.embedder is not None and path.is_file():
@@ -721,17 +760,34 @@ def open_app(args)->MemoryServer:
         summarizer = ChatSummarizer(**summ_kw)
     try: kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
     except StoreError as e: raise UsageError(str(e)) from None
-    worker = None
-    if args.passes == "process":
-        worker = PassWorker(path, {"embedder": spec, "config": cfg.to_dict() if cfg else None, "summarizer": summ_kw, "nice": 10})
-        try: worker.start()
-        except BaseException as e:   # also Ctrl-C while the worker loads: stop it, close the store
-            worker.close(); kb.close()
-            if isinstance(e, RuntimeError): raise UsageError(str(e)) from None
-            raise
+    worker = _start_worker(path, {"embedder": spec, "config": cfg.to_dict() if cfg else None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
     return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 
-# %% ../nbs/08b_server.ipynb #b716c01e
+# %% ../nbs/08b_server.ipynb #cc86a881
+def _chat_kwargs(args)->dict|None:
+    "The `ChatSummarizer` keyword arguments of --summarizer chat (None: extractive). Raises `UsageError` for a missing URL or model."
+    from setree.cli import UsageError
+    if args.summarizer != "chat": return None
+    from setree.chat import ChatSummarizer
+    summ_kw, t = dict(base_url=args.llm_base_url, model=args.llm_model), args.llm_timeout
+    if t is not None: summ_kw.update(connect_timeout=min(5.0, t), read_timeout=t, deadline=t, timeout=t)   # > 0: `positive_seconds`
+    try: ChatSummarizer(**summ_kw).close()     # refuse a missing URL or model now, not in the first pass
+    except ValueError as e: raise UsageError(str(e)) from None
+    return summ_kw
+
+# %% ../nbs/08b_server.ipynb #3f5eedca
+def _start_worker(path:Path, spec:dict, kb)->PassWorker:
+    "A started `PassWorker` on `path` with `spec`; on failure `kb` is closed too. Raises `UsageError` when the worker cannot open the store."
+    from setree.cli import UsageError
+    worker = PassWorker(path, spec)
+    try: worker.start()
+    except BaseException as e:   # also Ctrl-C while the worker loads: stop it, close the store
+        worker.close(); kb.close()
+        if isinstance(e, RuntimeError): raise UsageError(str(e)) from None
+        raise
+    return worker
+
+# %% ../nbs/08b_server.ipynb #fd18d46e
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or an unusable store, 130 on Ctrl-C, 1 otherwise
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
@@ -751,6 +807,7 @@ def cmd_serve(args # parsed `add_serve_args` arguments
     finally: app.close()
     return 0
 
+# %% ../nbs/08b_server.ipynb #675fc19d
 INTERRUPTED = "setree serve: interrupted"   # Ctrl-C: the one line, starting or serving (exit 130)
 
 def _serve(app:MemoryServer):
