@@ -258,7 +258,7 @@ def _apply(tree:Tree, nodes, summaries, embedder):
     for v in single: tree.emb[v] = tree.emb[tree.quotes[v][0]]
     if rest: tree.emb[rest] = embedder.embed([tree.texts[v] for v in rest])
 
-# %% ../nbs/05_build.ipynb #62c02a8e
+# %% ../nbs/05_build.ipynb #16641027
 def _offsets(tree:Tree, nodes, mu, epsilon):
     "Children whose angle to the parent summary, arccos <s_p, mu_c>, exceeds epsilon (radians): {node: [child index, ...]}."
     out = {}
@@ -287,6 +287,7 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     if progress: progress.expect(tree.n_nodes - N if keep is None else len(keep))
     from setree.summarize import term_stats
     bg = term_stats(tree.texts[:N]) if background is None else background   # the knowledge base's phrase statistics, for keyphrase summaries
+    if background is None: tree._phrase_stats = bg                         # (kept with the tree: a knowledge base stores them)
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
         if not nodes: continue
