@@ -282,7 +282,7 @@ def _offsets(tree:Tree, nodes, mu, epsilon):
         if len(bad): out[int(v)] = bad.tolist()
     return out
 
-# %% ../nbs/05_build.ipynb #fc47d45f
+# %% ../nbs/05_build.ipynb #313afcca
 def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb[:N]
                    summarizer, # an object with `summarize_many(list[SummaryRequest]) -> list[Summary]` and `name`
                    embedder, # embeds the summaries
@@ -302,6 +302,7 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
     if progress: progress.expect(tree.n_nodes - N if keep is None else len(keep))
     from setree.summarize import term_stats
     bg = term_stats(tree.texts[:N]) if background is None else background   # the knowledge base's phrase statistics, for keyphrase summaries
+    if background is None: tree._phrase_stats = bg                         # (kept with the tree: a knowledge base stores them)
     for lvl in range(1, int(tree.level.max(initial=0)) + 1):
         nodes = [int(v) for v in np.flatnonzero(tree.level == lvl) if v >= N and (keep is None or v in keep)]
         if nodes: _summarize_level(tree, nodes, summarizer, embedder, config, E, mu, bg, progress, until)

@@ -397,7 +397,7 @@ def _same_prefix(pos:np.ndarray, # (N,) each new fact's position among the commi
     same = np.fromiter(map(operator.is_, facts[:L], base_facts[:L]), bool, L)
     return L if same.all() else int(np.argmin(same))
 
-# %% ../nbs/07b_maintain.ipynb #475e5a9d
+# %% ../nbs/07b_maintain.ipynb #6785f563
 class _Counts:
     "Read-only counts: a base dict plus a delta (`get` is all `setree.summarize.phrase_weights` uses), without copying the base."
     def __init__(self, base:dict, delta:dict): self.base, self.delta = base, delta
@@ -412,9 +412,15 @@ class _Counts:
             else: self.base.pop(k, None)
         self.delta = {}
         return self.base
+    def items(self):
+        "(key, count) of every phrase with a count above 0."
+        d = self.delta
+        yield from ((k, v + d.get(k, 0)) for k, v in self.base.items() if v + d.get(k, 0) > 0)
+        yield from ((k, v) for k, v in d.items() if k not in self.base and v > 0)
 
 def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on it once computed)
                        plan:_Plan, # the pass's facts
+                       stored=None, # optional callable -> (n, {phrase: count}) of the committed tree as the store keeps them, or None
                        copy:bool=False, # the counts as a new plain dict (a pass that writes many summaries looks counts up millions of times)
                       ): # `setree.summarize.TermStats` of plan.facts, equal to `term_stats` of their texts
     """Phrase statistics of a pass's facts from the committed tree's: only gone, new and changed facts are counted. By default a
@@ -423,17 +429,21 @@ def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on i
     from collections import Counter
     from setree.summarize import TermStats, fact_phrases, prime, term_stats
     bs = getattr(base, "_phrase_stats", None)
-    if bs is None or bs.n != base.n_facts:   # the first pass of a process: count once, and keep the facts' phrase ids
-        texts = [f.text for f in base.facts]
-        bs = base._phrase_stats = term_stats(texts); prime(texts)
+    if bs is None or bs.n != base.n_facts:   # the first pass of a process: the stored counts, else count once
+        got = stored() if stored is not None else None
+        if got is not None and got[0] == base.n_facts: bs = base._phrase_stats = TermStats(*got)
+        else:
+            texts = [f.text for f in base.facts]
+            bs = base._phrase_stats = term_stats(texts); prime(texts)
     delta = Counter()
     if plan.gone:
         for f in base.facts:
             if f.id in plan.gone: delta.subtract(k for k, _ in fact_phrases(f.text))
     for i in np.flatnonzero(plan.changed).tolist(): delta.update(k for k, _ in fact_phrases(plan.facts[i].text))
     counts = _Counts(bs.df, {k: v for k, v in delta.items() if v})
+    changed = frozenset(counts.delta)
     if copy: counts = _Counts(dict(bs.df), counts.delta).settle()
-    return TermStats(len(plan.facts), counts)
+    return TermStats(len(plan.facts), counts, changed)
 
 def settle_phrase_stats(base:Tree, tree:Tree):
     "After a pass committed: its tree takes over the counts (updated in place); the committed tree it started from drops them."
@@ -442,7 +452,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #40a456b8
+# %% ../nbs/07b_maintain.ipynb #b5cd7a12
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -490,7 +500,7 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     emb = _CachedEmbedder(self.embedder(), base, facts=not grow)
     next_key = int(self._w._txn(lambda con: _meta(con).get("next_key", "0"), write=False))
     if grow:
-        tree, needs, dirty = incremental_pass(base, plan, emb, summ, config, next_key)
+        tree, needs, dirty = incremental_pass(base, plan, emb, summ, config, next_key, stored=lambda: self._w.phrase_stats(base._generation))
         tree.terms = carry_terms(base, tree)
         return tree, dict(full_rebuild=False, levels_touched=tree._touched, summarizer_calls=summ.calls, resummarized=int(needs.sum()), for_faithfulness=tree._for_faithfulness,
                           fallbacks=summ.fallbacks, _dirty=dirty, _dirty_facts=plan.changed)
@@ -1017,11 +1027,12 @@ def update_line_tokens(tree:Tree, # the pass's new tree
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #fc0a71be
+# %% ../nbs/07b_maintain.ipynb #5744444d
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
                      next_key:int, # the store's next free row key
+                     stored=None, # optional callable -> the committed phrase counts as stored (`carry_phrase_stats`)
                     )->tuple[Tree, np.ndarray, np.ndarray]: # the new tree (row keys attached), nodes summarized, nodes whose row may differ
     "The maintenance pass proper (see the steps above)."
     from setree.build import summarize_tree
@@ -1037,7 +1048,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     was = np.where(ob >= 0, np.asarray(base.faithfulness)[np.maximum(ob, 0)], 101)   # below the threshold, and worse than when committed
     low = dirty[N:] & (tree.faithfulness[N:] < config.faithfulness_threshold) & (tree.faithfulness[N:] < was[N:])
     tree._for_faithfulness = int((low & ~needs[N:]).sum()); needs[N:] |= low
-    bg = tree._phrase_stats = carry_phrase_stats(base, plan, copy=int(needs.sum()) > PHRASE_COPY_NODES)
+    bg = tree._phrase_stats = carry_phrase_stats(base, plan, stored, copy=int(needs.sum()) > PHRASE_COPY_NODES)
     if M > 1 and not (tree.parent[:-1] > np.arange(M - 1)).all(): raise RuntimeError("maintenance pass built a broken structure (a parent numbered below its child)")
     compute_order(tree, check=False)   # parents above children: the order is well defined; the whole layout is checked when the pass commits
     summarize_tree(tree, summarizer, embedder, config, only=np.flatnonzero(needs), background=bg, order=False)

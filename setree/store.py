@@ -435,7 +435,7 @@ def _write_all(con, t:Tree, K:np.ndarray):
     con.executemany(_INS["fact_arrays"], _fact_array_rows(t, K, range(N)))
     _write_derived(con, t)
 
-# %% ../nbs/07_store.ipynb #a1e7a0cc
+# %% ../nbs/07_store.ipynb #564e0070
 def _check_embedder_in(self, con, tree, replace_embedder):
     stored = _meta(con).get("embedder_id", "")
     if stored and tree.embedder_id != stored and not replace_embedder: raise EmbedderMismatch(self.path, stored, tree.embedder_id)
@@ -451,7 +451,7 @@ def save(self:Store, tree:Tree, # the tree to store; replaces whatever the store
     K = np.arange(len(tree.texts), dtype=np.int64)
     def write(con):
         _check_embedder_in(self, con, tree, replace_embedder)
-        try: _write_all(con, tree, K); _write_meta(con, tree, K)
+        try: _write_all(con, tree, K); _write_phrases(con, None, tree, int(_meta(con).get("generation", "0"))); _write_meta(con, tree, K)
         except (UnicodeEncodeError, OverflowError) as e: raise InvalidTree(f"cannot store the tree: {e}") from e
     self._txn(write, write=True)
     tree._keys = K
@@ -659,7 +659,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #b102877f
+# %% ../nbs/07_store.ipynb #89a709db
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -736,6 +736,7 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
         _check_embedder_in(self, con, tree, full)
         if full or getattr(base, "_keys", None) is None: _write_all(con, tree, K); out = {"full": True}
         else: out = _write_changes(con, base, tree, dirty, dirty_facts, dirty_members)
+        _write_phrases(con, base, tree, gen)
         con.execute("DELETE FROM queue WHERE seq <= ?", (upto,))
         _write_meta(con, tree, K, {"applied_seq": str(upto), "last_pass": _dumps({**report, "rows": out}, "pass report")})
         return out
@@ -748,6 +749,34 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
                ):
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
+
+# %% ../nbs/07_store.ipynb #53599269
+def _has_phrases(con)->bool: return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'phrases'").fetchone() is not None
+
+def _write_phrases(con, base:Tree, tree:Tree, gen:int):
+    "Inside a pass's commit (generation `gen` -> gen + 1): the phrase counts of `tree` that changed, or all of them when the table is stale."
+    ps = getattr(tree, "_phrase_stats", None)
+    if ps is None or ps.n != len(tree.facts): return                 # counts unknown: the mark goes stale, the next pass recounts
+    current = _meta(con).get("phrases_gen") == str(gen) and _has_phrases(con)
+    con.execute("CREATE TABLE IF NOT EXISTS phrases (k TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID")
+    if not current or (ps.changed is None and tree is not base):
+        con.execute("DELETE FROM phrases"); con.executemany("INSERT INTO phrases VALUES (?, ?)", ps.df.items())
+    elif tree is not base:
+        ks = sorted(ps.changed); dfs = [ps.df.get(k, 0) for k in ks]
+        con.executemany("INSERT OR REPLACE INTO phrases VALUES (?, ?)", [(k, d) for k, d in zip(ks, dfs) if d > 0])
+        con.executemany("DELETE FROM phrases WHERE k = ?", [(k,) for k, d in zip(ks, dfs) if d <= 0])
+    con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("phrases_gen", str(gen + 1)), ("phrases_n", str(ps.n))])
+
+@patch
+def phrase_stats(self:Store, generation:int # the generation of the tree the counts must describe (`tree._generation`)
+                )->tuple|None: # (facts counted, {phrase key: facts containing it}), or None when the store holds no current counts
+    "The phrase counts the store keeps for its committed tree (see above)."
+    def read(con):
+        m = _meta(con)
+        if m.get("phrases_gen") != str(generation) or m.get("generation") != str(generation): return None
+        if not _has_phrases(con): return None
+        return int(m["phrases_n"]), dict(con.execute("SELECT k, df FROM phrases"))
+    return self._txn(read, write=False)
 
 # %% ../nbs/07_store.ipynb #eeaf929d
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:

@@ -156,7 +156,7 @@ def unknown_only(texts:list[str] # fact texts
         _UNKNOWN.update((t, flags.get(t, False)) for t in new)
     return np.fromiter(map(_UNKNOWN.__getitem__, texts), bool, len(texts))
 
-# %% ../nbs/03_summarize.ipynb #cb01c7f5
+# %% ../nbs/03_summarize.ipynb #16bd9ae6
 STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further had has have having he her here
 hers herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on once only
@@ -191,6 +191,7 @@ class TermStats:
     "Phrase document frequencies of a knowledge base: the reference of keyphrase weights."
     n: int      # facts counted
     df: dict    # phrase key -> number of facts containing it
+    changed: frozenset | None = None  # keys whose count a maintenance pass changed (None: unknown, e.g. counted afresh)
 
 def term_stats(texts:list[str] # every fact of the knowledge base
               )->TermStats:
