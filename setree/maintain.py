@@ -552,11 +552,12 @@ def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
     return _Level(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
                   idx=idx, parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1), deg=getattr(lv, "_deg", None))
 
-# %% ../nbs/07b_maintain.ipynb #50515e1a
+# %% ../nbs/07b_maintain.ipynb #5bab9291
 def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The level's exact kNN lists after a change, recomputing only the rows that can differ: changed members, members that
-    listed a changed or removed member, and members a changed member now beats. Returns (knn positions, similarities, recomputed rows)."""
-    from setree.cluster import knn
+    listed a changed or removed member (each a product with every member), and members a changed member now beats (their lists
+    merged with the changed members: the same lists a product would give). Returns (knn positions, similarities, recomputed rows)."""
+    from setree.cluster import knn, row_sims, top_k
     n = len(m.keys); k = max(0, min(k_max, n - 1))
     if k != (old["idx"] if old.get("idx") is not None else old["knn"]).shape[1] or not (pos >= 0).any(): idx, sim = knn(m.C, k); return idx, sim, np.arange(n)
     idx, sim = np.zeros((n, k), np.int64), np.zeros((n, k), np.float32)
@@ -568,13 +569,24 @@ def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->
         idx[have], sim[have] = nk[pos[have]], old["knn_sim"][pos[have]]
     redo = chg | ~have
     redo[have] |= ((idx[have] < 0) | chg[np.maximum(idx[have], 0)]).any(1)     # a neighbour left or moved
-    c = np.flatnonzero(chg)
-    if len(c):                                                                   # a changed member may enter someone's list
-        best = (m.C[c] @ m.C.T); best[np.arange(len(c)), c] = -np.inf
-        redo |= best.max(0) > np.where(redo, np.inf, sim[:, -1])
-    r = np.flatnonzero(redo)
-    if len(r): idx[r], sim[r] = knn(m.C, k, rows=r)
-    return idx, sim, r
+    c, enter = np.flatnonzero(chg), np.zeros(n, bool)
+    if len(c):   # the changed members' rows: their own lists, and who they now beat
+        best = row_sims(m.C, c); best[np.arange(len(c)), c] = -np.inf
+        enter = best.max(0) > np.where(redo, np.inf, sim[:, -1])
+        idx[c], sim[c] = top_k(best, c, k)
+    own = np.flatnonzero(redo & ~chg)
+    if len(own): idx[own], sim[own] = knn(m.C, k, rows=own)
+    e = np.flatnonzero(enter)   # a list that was exact and only gains changed members: merged, no product with every member
+    if len(e): idx[e], sim[e] = _merge_lists(idx[e], sim[e], c, best[:, e].T, k)
+    return idx, sim, np.flatnonzero(redo | enter)
+
+def _merge_lists(idx:np.ndarray, sim:np.ndarray, # (r, k) kNN lists, exact over the members they may hold
+                 cand:np.ndarray, cs:np.ndarray, # (c,) candidate positions and (r, c) their similarities to each row
+                 k:int)->tuple[np.ndarray, np.ndarray]:
+    "Each row's k best of its list and the candidates, by decreasing similarity, ties by position (`setree.cluster.top_k`'s order)."
+    I = np.c_[idx, np.broadcast_to(cand, (len(idx), len(cand)))]; S = np.c_[sim, cs]
+    o = np.lexsort((I, -S), axis=1)[:, :k]
+    return np.take_along_axis(I, o, 1), np.take_along_axis(S, o, 1)
 
 def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
