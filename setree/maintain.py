@@ -875,7 +875,7 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
         m = _next_members(m, grp, old_next, sums, l, config.summary_tokens); l += 1
     return facts, tr, fchg, st, next_key
 
-# %% ../nbs/07b_maintain.ipynb #200e079d
+# %% ../nbs/07b_maintain.ipynb #af5d2367
 def _ancestors(tree:Tree, nodes)->set:
     "Every proper ancestor of the given node numbers."
     out, cur = set(), {int(v) for v in nodes}
@@ -926,11 +926,12 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
         bq = [np.asarray(base.quotes[j], np.int64) for j in ob[ki].tolist()]
         lens = np.fromiter(map(len, bq), np.int64, len(bq)); flat = np.concatenate(bq) if lens.sum() else np.zeros(0, np.int64)
         mapped = _align(K, Kb[flat]) if len(flat) else flat
-        bnd = np.r_[0, np.cumsum(lens)].tolist()
-        for i, v in enumerate(ki.tolist()):
-            q = mapped[bnd[i]:bnd[i + 1]]
-            if (q < 0).any(): needs[v] = True
-            else: quotes[v] = np.sort(q)
+        seg = np.repeat(np.arange(len(ki)), lens); gone = np.bincount(seg[mapped < 0], minlength=len(ki)) > 0
+        needs[ki[gone]] = True
+        if np.array_equal(mapped, flat) and not (np.diff(flat) < 0)[np.diff(seg) == 0].any(): qs = bq   # same numbers, each list ascending: as they are
+        else: o = np.lexsort((mapped, seg)); qs = np.split(mapped[o], np.cumsum(lens)[:-1])        # each list renumbered, ascending
+        for v, q, g in zip(ki.tolist(), qs, gone.tolist()):
+            if not g: quotes[v] = q
     t = Tree(facts=list(plan.facts), texts=texts, parent=parent, children=_children_of(parent), level=np.r_[np.zeros(N, np.int64), il].astype(np.int64),
              tokens=tokens, emb=emb, summarizer=summ, quotes=quotes, truncated=tr, config=config.to_dict(), embedder_id=embedder_id)
     t._keys, t._prefix = K, L   # (`_prefix`: read by `update_fidelity` and `carry_terms`)
