@@ -519,7 +519,7 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #c62e8757
+# %% ../nbs/07b_maintain.ipynb #cf98d8b0
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
@@ -540,11 +540,12 @@ class _Members:
 
 class _Sums:
     "Leaf sums S_v of members, looked up when needed: a fact's embedding, a committed node's `leaf_sum`, or a sum this pass computed."
-    def __init__(self, facts:_Members, base:Tree, Kb:np.ndarray): self.facts, self.base, self.Kb, self.new = facts, base, Kb, {}
+    def __init__(self, facts:_Members, base:Tree, Kb:np.ndarray): self.facts, self.base, self.Kb, self.new, self._ix = facts, base, Kb, {}, None
     def get(self, keys:np.ndarray)->np.ndarray: # (len(keys), d) float64
-        from setree.store import _align
+        from setree.store import _KeyIndex
+        if self._ix is None: self._ix = _KeyIndex(self.facts.keys), _KeyIndex(self.Kb)   # (made once: a pass looks up a few keys per changed node)
         out = np.empty((len(keys), self.facts.C.shape[1]), np.float64)
-        f, b = _align(self.facts.keys, keys), _align(self.Kb, keys)
+        f, b = self._ix[0](keys), self._ix[1](keys)
         for i, k in enumerate(keys.tolist()):
             out[i] = self.new[k] if k in self.new else self.facts.E[f[i]] if f[i] >= 0 else self.base.leaf_sum[b[i]]
         return out
@@ -945,19 +946,19 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
                 if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
     return t, needs, kept
 
-# %% ../nbs/07b_maintain.ipynb #93b957aa
+# %% ../nbs/07b_maintain.ipynb #13471b85
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
     "The clustering state of the new tree (node numbers, members in ascending order): the levels the pass decided, then the committed ones above a clean level."
-    from setree.store import _align, _canonical_level
-    Kb = np.asarray(base._keys, np.int64)
+    from setree.store import _KeyIndex, _align, _canonical_level
+    Kb, at = np.asarray(base._keys, np.int64), _KeyIndex(K)   # (node numbers of keys: one lookup table for every level)
     lvls = list(st.levels)
     if st.clean >= 0: lvls += [{**_old_level(base, Kb, l), "redo": np.zeros(0, np.int64)} for l in range(st.clean, len(base.levels))]
     out = []
     for d in lvls:
-        mem = _align(K, d["keys"])
+        mem = at(d["keys"])
         if d.get("idx") is not None: pos = d["idx"]   # neighbours as positions among the level's members already (row keys are unique)
         else: knn = d["knn"]; pos = np.where(knn >= 0, _align(d["keys"], knn.ravel()).reshape(knn.shape), -1) if knn.size else knn.astype(np.int64)
-        par = np.where(d["parents"] >= 0, _align(K, d["parents"]), -1)
+        par = np.where(d["parents"] >= 0, at(d["parents"]), -1)
         lv = ClusterLevel(members=mem, centroids=np.asarray(d["C"], np.float32), parents=par, community=np.asarray(d["community"], np.int64),
                           knn_idx=pos.astype(np.int64), knn_sim=np.asarray(d["knn_sim"], np.float32))
         if d.get("deg") is not None: lv._deg = d["deg"]   # the level's degrees, for the next pass (a level put in node order is a new object without them)

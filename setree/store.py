@@ -192,7 +192,7 @@ def _check_tree(t:Tree,
     try: check_tree(links, N, built=False)   # parents above children, root last, children == parent, no orphans (`setree.core.check_tree`)
     except (ValueError, TypeError, IndexError) as e: raise InvalidTree(f"broken tree structure: {e}") from None
 
-# %% ../nbs/07_store.ipynb #bbfb0a4a
+# %% ../nbs/07_store.ipynb #708353ac
 def norm_text(text:str # a fact text
              )->str: # NFC-normalized, invisible characters dropped, every run of whitespace replaced by one space, stripped
     "The form in which two fact texts count as the same fact: whitespace, invisible characters (a zero-width space, a byte-order mark; `setree.core.strip_dropped`) and Unicode-encoding differences (`é` as one code point or as `e` + accent) do not make a new fact."
@@ -239,9 +239,11 @@ def _member_rows(t:Tree, K:np.ndarray, l:int, sel=None):
     mem = np.asarray(lv.members, np.int64)
     cen, emb = _le(lv.centroids, "centroids"), np.asarray(t.emb)
     par, knn = np.asarray(lv.parents, np.int64), np.asarray(lv.knn_idx, np.int64)
-    knk = np.where(knn >= 0, K[mem[np.maximum(knn, 0)]] if len(mem) else knn, -1)
+    sel = range(len(mem)) if sel is None else sel
+    knk = np.zeros(knn.shape, np.int64); r = np.asarray(sel, np.int64)   # neighbours as row keys, for the rows written only
+    if len(r): knk[r] = np.where(knn[r] >= 0, K[mem[np.maximum(knn[r], 0)]], -1)
     sim = _le(lv.knn_sim, "knn_sim")
-    for i in (range(len(mem)) if sel is None else sel):
+    for i in sel:
         m = mem[i]
         shared = m < N and cen.dtype == emb.dtype and np.array_equal(cen[i], emb[m])
         yield (l, int(K[m]), int(K[par[i]]) if par[i] >= 0 else -1, int(lv.community[i]), None if shared else cen[i].tobytes(),
@@ -751,21 +753,27 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #eeaf929d
+# %% ../nbs/07_store.ipynb #5db5e264
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
     (a maintenance pass aligns key arrays of the whole tree dozens of times); other keys fall back to a sort."""
-    Ko, Kn = np.asarray(Ko, np.int64), np.asarray(Kn, np.int64)
-    if not len(Ko): return np.full(len(Kn), -1, np.int64)
-    lo, hi = int(Ko.min()), int(Ko.max())
-    if lo >= 0 and hi < 4 * len(Ko) + (1 << 20):
-        lut = np.full(hi + 1, -1, np.int64); lut[Ko[::-1]] = np.arange(len(Ko) - 1, -1, -1)
-        ok = (Kn >= 0) & (Kn <= hi)
-        return np.where(ok, lut[np.where(ok, Kn, 0)], -1)
-    o = np.argsort(Ko, kind="stable"); s = Ko[o]
-    i = np.minimum(np.searchsorted(s, Kn), len(s) - 1)
-    return np.where(s[i] == Kn, o[i], -1)
+    return _KeyIndex(Ko)(Kn)
+
+class _KeyIndex:
+    "`_align(Ko, ·)` for many look-ups in the same keys `Ko`: the lookup table (or the sort) is made once."
+    def __init__(self, Ko:np.ndarray):
+        self.Ko = Ko = np.asarray(Ko, np.int64); self.lut = self.o = None
+        if not len(Ko): return
+        lo, hi = int(Ko.min()), int(Ko.max())
+        if lo >= 0 and hi < 4 * len(Ko) + (1 << 20): self.lut = np.full(hi + 1, -1, np.int64); self.lut[Ko[::-1]] = np.arange(len(Ko) - 1, -1, -1)
+        else: self.o = np.argsort(Ko, kind="stable"); self.s = Ko[self.o]
+    def __call__(self, Kn:np.ndarray)->np.ndarray: # (len(Kn),) int64 positions in Ko, -1 where absent
+        Kn = np.asarray(Kn, np.int64)
+        if self.lut is not None: ok = (Kn >= 0) & (Kn < len(self.lut)); return np.where(ok, self.lut[np.where(ok, Kn, 0)], -1)
+        if self.o is None: return np.full(len(Kn), -1, np.int64)
+        i = np.minimum(np.searchsorted(self.s, Kn), len(self.s) - 1)
+        return np.where(self.s[i] == Kn, self.o[i], -1)
 
 def _missing(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     "The keys of `Ko` that are not in `Kn`, ascending (`np.setdiff1d` of row keys through `_align`'s lookup table, without sorting the whole arrays)."
