@@ -17,7 +17,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 import calibrate as C
 from setree.build import Config, build_tree
-from setree.core import count_tokens
 from setree.cover import CoverParams, cover_index, fact_relevance, fill_budget, marker_tokens, render_nodes, select_cover
 from setree.embed import get_embedder
 from setree.datasets import shared_data
