@@ -156,7 +156,7 @@ def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], lis
         lines.append(f"[{marks[i]}] {one_line(texts[i])}")
     return (HEADER + "\n" + "\n".join(lines) if lines else ""), order, marks
 
-# %% ../nbs/06_cover.ipynb #13b43295
+# %% ../nbs/06_cover.ipynb #d2c4e990
 def line_costs(tree:Tree # a tree with `texts` and `tokens`
               )->np.ndarray: # int64 (M,): tokens of each node's one-line text (its rendered line without the marker)
     "The body cost of every node: `tree.tokens`, recounted for the texts that contain a line separator."
@@ -164,6 +164,13 @@ def line_costs(tree:Tree # a tree with `texts` and `tokens`
     sep = [v for v, t in enumerate(tree.texts) if _HAS_SEP.search(t)]
     if sep: body[sep] = count_tokens([one_line(tree.texts[v]) for v in sep])
     return body
+
+def _slice_min(a:np.ndarray, # values in depth-first order, (N,)
+               start, stop, # int (M,): every node's slice [start, stop) of that order, never empty
+              )->np.ndarray: # (M,): the minimum of every node's slice
+    "Minimum over each node's own slice: `reduceat` over the interleaved bounds (the odd positions, the gaps between slices, are dropped)."
+    bounds = np.stack([np.asarray(start, np.int64), np.asarray(stop, np.int64)], 1).ravel()
+    return np.minimum.reduceat(np.append(a, a[:1]), bounds)[::2]    # one extra element: a bound may equal N
 
 class _CoverIndex:
     "Per-tree arrays for rendering and walking (see the prose above)."
@@ -183,8 +190,7 @@ class _CoverIndex:
         self._dates(tree)
         # upper bound of rendering every node: a marker [xK] costs at most 3 + digits(K) tokens
         self.total = self.header + int(self.body.sum()) + int(self.gtok.sum()) + M * (3 + len(str(max(M, 1))))
-        fb = self.body[order] if N else np.zeros(0, np.int64)                   # cheapest fact under every node
-        self.minfact = np.minimum.reduceat(fb, np.asarray(tree.start, np.int64)) if N else np.zeros(M, np.int64)
+        self.minfact = _slice_min(self.body[order], tree.start, tree.stop) if N else np.zeros(M, np.int64)   # cheapest fact under every node
         pos = np.empty(N, np.int64); pos[order] = np.arange(N)
         self.quotes = [np.zeros(0, np.int64)] * M
         for v in range(N, M):   # per summary, not per fact: facts it quotes that lie under it
