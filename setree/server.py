@@ -787,11 +787,11 @@ def _start_worker(path:Path, spec:dict, kb)->PassWorker:
         raise
     return worker
 
-# %% ../nbs/08b_server.ipynb #fd18d46e
+# %% ../nbs/08b_server.ipynb #9d131135
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or an unusable store, 130 on Ctrl-C, 1 otherwise
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
-    Ctrl-C (SIGINT), while starting or serving, stops the pass worker and closes the store: one line `setree serve: interrupted`, exit 130."""
+    Ctrl-C (SIGINT), SIGTERM or SIGHUP, while starting or serving, stops the pass worker and closes the store: one line `setree serve: interrupted`, exit 130."""
     from setree.cli import UsageError
     from setree.store import StoreError
     sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace")
@@ -803,6 +803,7 @@ def cmd_serve(args # parsed `add_serve_args` arguments
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return 130
     try: _serve(app)
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return 130
+    except StoreError as e: print(f"setree serve: error: {e}", file=sys.stderr); return 2   # (a store found damaged while serving: its message says so)
     except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {e}", file=sys.stderr); return 1
     finally: app.close()
     return 0

@@ -1,12 +1,14 @@
-"Ctrl-C (SIGINT) during a change's maintenance pass, sent to a real `setree` process: the change is withdrawn, the store is as it was (a store the command created is removed)."
+"""Ctrl-C (SIGINT), SIGTERM or SIGHUP during a change's maintenance pass, sent to a real `setree` process: the change is withdrawn, the
+store is as it was (a store the command created is removed)."""
 import json, signal, subprocess, sys, time
+import pytest
 
 CLI = [sys.executable, "-c", "import sys; from setree.cli import main; sys.exit(main())"]
 
 def setree(*args, **kw):
     return subprocess.run([*CLI, *map(str, args)], capture_output=True, text=True, **kw)
 
-def interrupt_build(db, *args):
+def interrupt_build(db, *args, sig=signal.SIGINT):
     "Start `setree build ARGS --db DB --embedder hashing`, SIGINT it once its change is queued (its pass then runs): (returncode, stderr)."
     from setree.store import Store, StoreError
     p = subprocess.Popen([*CLI, "build", *map(str, args), "--db", str(db), "--embedder", "hashing"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -20,7 +22,7 @@ def interrupt_build(db, *args):
         time.sleep(0.05)
     assert pending == 1 and p.poll() is None, "the build finished before it could be interrupted"
     time.sleep(0.5)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, err = p.communicate(timeout=120)
     return p.returncode, err
 
@@ -28,11 +30,12 @@ def big_file(path):
     path.write_text("".join(f"fact {i}: the user mentioned topic {i % 997} on day {i // 997}\n" for i in range(40000)), encoding="utf-8")
     return path
 
-def test_ctrl_c_during_build_replace_leaves_the_store(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_ctrl_c_during_build_replace_leaves_the_store(tmp_path, sig):
     small, big, db = tmp_path / "small.txt", big_file(tmp_path / "big.txt"), tmp_path / "kb.db"
     small.write_text("".join(f"the user keeps note number {i} about cats\n" for i in range(12)), encoding="utf-8")
     assert setree("build", small, "--db", db, "--embedder", "hashing").returncode == 0
-    code, err = interrupt_build(db, big, "--replace")
+    code, err = interrupt_build(db, big, "--replace", sig=sig)
     assert code == 130, (code, err)
     assert "interrupted; the build was withdrawn" in err, err
     st = json.loads(setree("stats", "--db", db, "--json").stdout)
