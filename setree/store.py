@@ -255,7 +255,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #91fa7365
+# %% ../nbs/07_store.ipynb #be6516d6
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -298,9 +298,9 @@ class Store:
             if not p.parent.is_dir(): raise StoreError(f"cannot create store {p}: directory {p.parent} does not exist")
         else:
             if not os.access(p, os.R_OK): raise StoreError(f"store file {p} is not readable (permission denied)")
-            if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable; open it with readonly=True")
+            if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable: a change needs write access to it (reading does not: readonly=True in the library, retrieve, stats or inspect on the command line)")
             if not readonly and not os.access(p.parent, os.W_OK):
-                raise StoreError(f"cannot write store {p}: its directory is not writable (SQLite keeps the store's -wal and -shm files next to it); open it with readonly=True to read it")
+                raise StoreError(f"cannot write store {p}: its directory is not writable (SQLite keeps the store's -wal and -shm files next to it); reading does not need it: readonly=True in the library, retrieve, stats or inspect on the command line")
             # The file is not opened here to read its header: closing any descriptor of a database file drops the POSIX locks
             # that this process's other SQLite connections hold on it, and two writers then corrupt it. SQLite refuses a foreign file itself.
             self._empty_file = not p.stat().st_size

@@ -32,7 +32,7 @@ def test_read_on_read_only_fs(ro_store):
 
 def test_write_on_read_only_fs_refused(ro_store):
     _, path = ro_store
-    with pytest.raises(StoreError, match="is not writable; open it with readonly=True"): Store(path)
+    with pytest.raises(StoreError, match="is not writable: a change needs write access to it"): Store(path)
     r = run_setree("insert", "-", "--db", path, "--embedder", "hashing", input="the user likes Rust\n")
     ft.test_eq(r.returncode, 2); assert "is not writable" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
