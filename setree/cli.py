@@ -313,15 +313,19 @@ def _build_human(d:dict, # a `_build_data` report
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
             + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else ""))
 
-# %% ../nbs/08_cli.ipynb #375421fd
+# %% ../nbs/08_cli.ipynb #44dfd707
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
+
+def _merged_note(merged:dict)->str:
+    "The ids given with a repeated text, and the id each is stored under (empty when no repeat named its own id)."
+    return f" (id {', '.join(f'{g} is stored as {k}' for g, k in list(merged.items())[:5])}{' …' if len(merged) > 5 else ''})" if merged else ""
 
 def _ack_lines(what:str, ack)->str:
     "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored."
     ids = list(dict.fromkeys(ack.ids))
     new = [i for i in ids if i not in set(ack.already_stored)]
     lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
-    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once")
+    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + _merged_note(getattr(ack, "merged", None)))
     if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     return "\n".join(lines)
 

@@ -20,7 +20,7 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_C
 # %% ../nbs/07b_maintain.ipynb #83362b23
 from .build import unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
-# %% ../nbs/07b_maintain.ipynb #49352360
+# %% ../nbs/07b_maintain.ipynb #45068a9b
 @dataclass
 class Ack:
     "The acknowledgement of a queued mutation."
@@ -28,6 +28,7 @@ class Ack:
     op: str         # "insert" | "forget" | "update" | "build" | "reset"
     ids: list       # fact ids affected (an insert of an already stored text: the stored fact's id)
     already_stored: list = field(default_factory=list)  # insert: the ids among `ids` whose text was already stored (or queued): nothing new for them
+    merged: dict = field(default_factory=dict)  # {id: id it is stored under} for an item that named its own id but repeated an earlier item's text
     def to_dict(self)->dict:
         "The acknowledgement as a JSON-ready dict (the same fields), as the CLI's `--json` and the MCP tools return it."
         return asdict(self)
@@ -132,20 +133,22 @@ class KnowledgeBase:
             raise EmbedderMismatch(self.path, stored, given, advice="open the knowledge base without an embedder (its own is used), "
                                    "or build(facts, replace=True) to re-embed every fact with the new one")
 
-# %% ../nbs/07b_maintain.ipynb #0e624e6f
+# %% ../nbs/07b_maintain.ipynb #b26e78dd
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
     """Queue facts for insertion (durable on return). Validated first, with `build`'s errors (`ValueError`, `TypeError`); a text
     already stored, or given twice, is stored once. Raises `ValueError` for an explicit id that names a fact with another text."""
-    kept, ids = unique_facts(facts)
+    merged = {}
+    kept, ids = unique_facts(facts, merged)
     if not kept: raise ValueError("no facts to insert")
     def check(view):
         new, alias, renamed = _insert_plan(view, kept)
-        check.ids, check.already = [alias.get(i, renamed.get(i, i)) for i in ids], list(dict.fromkeys(alias.values()))
+        now = lambda i: alias.get(i, renamed.get(i, i))
+        check.ids, check.already, check.merged = [now(i) for i in ids], list(dict.fromkeys(alias.values())), {g: now(i) for g, i in merged.items()}
         return {"facts": [_fact_dict(f) for f in new]}
     seq = self._enqueue("insert", {}, check)
-    return Ack(seq, "insert", check.ids, check.already)
+    return Ack(seq, "insert", check.ids, check.already, check.merged)
 
 _MARKER_LIKE = re.compile(r"\[?([fs][0-9]{1,9})\]?(?:=(\S+))?")   # a context's marker, [f1], or its fact-ids entry f1=ID
 
@@ -214,17 +217,18 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
     return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
 
-# %% ../nbs/07b_maintain.ipynb #41d27e96
+# %% ../nbs/07b_maintain.ipynb #914be019
 @patch
 def build(self:KnowledgeBase, facts, # the whole new knowledge base (anything `insert` accepts; an empty list: an empty KB)
           replace:bool=False, # required when the knowledge base holds facts: they are all deleted
          )->Ack:
     "Queue a whole new knowledge base (a full rebuild at the next pass). Raises `ValueError` when it holds facts and not `replace`."
-    kept, ids = unique_facts(facts)
+    merged = {}
+    kept, ids = unique_facts(facts, merged)
     def check(view):
         n = view.count()
         if n and not replace: raise ValueError(f"the knowledge base already holds {n} facts; build with replace=True to delete them and build anew")
-    return Ack(self._enqueue("build", {"facts": [_fact_dict(f) for f in kept]}, check), "build", ids)
+    return Ack(self._enqueue("build", {"facts": [_fact_dict(f) for f in kept]}, check), "build", ids, merged=merged)
 
 @patch
 def reset(self:KnowledgeBase, confirm:bool=False # must be True: every fact is deleted
