@@ -76,20 +76,31 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #80551fcf
+# %% ../nbs/08_cli.ipynb #602c96d3
 def _txt_items(text:str)->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
     skipped); only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
     return [(n, l.removesuffix("\r")) for n, l in enumerate(text.split("\n"), 1) if not is_blank(l)]
 
+class _RepeatedKey(ValueError): "A JSON object that gives a key twice (the key is the message)."
+
+def _no_repeated_keys(pairs:list)->dict:
+    "`json.loads` object hook: the object, refusing a repeated key (JSON itself would keep the last value silently)."
+    d = {}
+    for k, v in pairs:
+        if k in d: raise _RepeatedKey(k)
+        d[k] = v
+    return d
+
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
     items = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip(): continue
-        try: obj = json.loads(line)
+        try: obj = json.loads(line, object_pairs_hook=_no_repeated_keys)
         except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
+        except _RepeatedKey as e: raise UsageError(f'{path}: line {n} gives "{e}" twice: give each key once') from None
         except RecursionError: raise UsageError(f"{path}: line {n} is nested too deeply (JSON)") from None
         if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
         t = obj.get("text")
@@ -301,12 +312,12 @@ def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
             "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
             "replaced_facts": before}
 
-# %% ../nbs/08_cli.ipynb #59e210c3
+# %% ../nbs/08_cli.ipynb #86b9336f
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
     n_dup, fell, low, before = d["duplicates_dropped"], d["summarizer_fallbacks"], d["below_faithfulness_threshold"], d["replaced_facts"]
-    return (f"built {d['facts']} facts into {d['nodes']} nodes (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
+    return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} nodes (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
             + (f"\nreplaced the {before} facts the store held" if before else "")
             + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once" if n_dup else "")
             + (f"\nwarning: {fell} summaries fell back to extractive ("
@@ -481,12 +492,13 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #e53984a9
+# %% ../nbs/08_cli.ipynb #1a112ed3
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
     own `status`; the exit code is 3 when the budget is too small for any of them (it is one budget for all), else 0."""
     if (args.prompt is None) == (args.prompts_file is None): raise UsageError("give either a PROMPT or --prompts-file FILE")
+    if args.all_fact_ids and not args.json and args.prompts_file is None: raise UsageError("--all-fact-ids lists ids in the JSON output: add --json")
     if args.prompt == "-": args.prompt = _utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")   # `-`: the prompt is stdin
     prompts = [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
     tree, _ = _load_tree(args.db)
@@ -554,7 +566,7 @@ def outline(tree, # a finalized tree
         stack.extend(reversed(tree.children[v].tolist()))
     return "\n".join(lines)
 
-# %% ../nbs/08_cli.ipynb #d3e9f79a
+# %% ../nbs/08_cli.ipynb #4833d977
 def _node_dict(tree, v):
     d = {"node": v, "level": int(tree.level[v]), "text": tree.texts[v], "tokens": int(tree.tokens[v])}
     if v < tree.n_facts: d["fact_id"] = tree.facts[v].id
@@ -565,6 +577,7 @@ def _node_dict(tree, v):
 
 def cmd_inspect(args)->int:
     "setree inspect --db PATH [--depth N | --json]: the tree as an outline or nested JSON."
+    if args.json and args.depth is not None: raise UsageError("--depth shapes the outline and --json gives the whole tree: use one of them")
     tree, _ = _load_tree(args.db)
     if args.json: print(json.dumps(_node_dict(tree, tree.root) if tree.n_nodes else {}, ensure_ascii=False, indent=1))
     else: print(outline(tree, args.depth))
