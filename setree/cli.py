@@ -251,13 +251,14 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     if rep["error"]: raise RuntimeError(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it")
     return rep
 
-# %% ../nbs/08_cli.ipynb #435f0b07
+# %% ../nbs/08_cli.ipynb #b9ca6a60
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return "queued; not applied yet (--defer): run `setree maintain`"
     if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
                             f"applies it (`setree stats --db {db}` shows applied_seq)")
     if rep["full_rebuild"]:
-        return f"pass: full rebuild, {rep['inserted']} facts, {rep['resummarized']} summaries written, in {rep['seconds']:.2f} s"
+        return (f"pass: full rebuild ({rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated), "
+                f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
             f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
 

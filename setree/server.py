@@ -788,7 +788,16 @@ def _start_worker(path:Path, spec:dict, kb)->PassWorker:
         raise
     return worker
 
-# %% ../nbs/08b_server.ipynb #9d131135
+# %% ../nbs/08b_server.ipynb #adb0b10e
+def _exit_soon(app, code:int, wait_s:float=5.0):
+    "Close `app` (in a helper thread, at most `wait_s` seconds), flush the output and end the process with `code`: a stopped server never hangs."
+    t = threading.Thread(target=app.close, name="setree-close", daemon=True); t.start(); t.join(wait_s)
+    for f in (sys.stdout, sys.stderr):
+        try: f.flush()
+        except (OSError, ValueError): pass
+    os._exit(code)
+
+# %% ../nbs/08b_server.ipynb #96ec2c9f
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or an unusable store, 130 on Ctrl-C, 1 otherwise
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
@@ -803,7 +812,7 @@ def cmd_serve(args # parsed `add_serve_args` arguments
     except (UsageError, StoreError) as e: print(f"setree serve: error: {e}", file=sys.stderr); return 2
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return 130
     try: _serve(app)
-    except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return 130
+    except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, 130)
     except StoreError as e: print(f"setree serve: error: {e}", file=sys.stderr); return 2   # (a store found damaged while serving: its message says so)
     except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {e}", file=sys.stderr); return 1
     finally: app.close()
