@@ -262,7 +262,7 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
             f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
 
-# %% ../nbs/08_cli.ipynb #7f48811a
+# %% ../nbs/08_cli.ipynb #310b3234
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
@@ -276,7 +276,7 @@ def cmd_build(args)->int:
         except KeyboardInterrupt: return _interrupted(kb, "build", ack, created=new)
         if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path)
-    data = _build_data(tree, cfg, len(facts), before, t0, path)
+    data = {**_build_data(tree, cfg, len(facts), before, t0, path), "merged": ack.merged}
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
@@ -313,24 +313,24 @@ def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
             "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
             "replaced_facts": before}
 
-# %% ../nbs/08_cli.ipynb #86b9336f
+# %% ../nbs/08_cli.ipynb #ca0264aa
+def _merged_note(merged:dict)->str:
+    "The ids given with a repeated text, and the id each is stored under (empty when no repeat named its own id)."
+    return f" (id {', '.join(f'{g} is stored as {k}' for g, k in list(merged.items())[:5])}{' …' if len(merged) > 5 else ''})" if merged else ""
+
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
     n_dup, fell, low, before = d["duplicates_dropped"], d["summarizer_fallbacks"], d["below_faithfulness_threshold"], d["replaced_facts"]
     return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} nodes (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
             + (f"\nreplaced the {before} facts the store held" if before else "")
-            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once" if n_dup else "")
+            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{_merged_note(d.get('merged'))}" if n_dup else "")
             + (f"\nwarning: {fell} summaries fell back to extractive ("
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
             + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else ""))
 
-# %% ../nbs/08_cli.ipynb #44dfd707
+# %% ../nbs/08_cli.ipynb #e84bdec9
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
-
-def _merged_note(merged:dict)->str:
-    "The ids given with a repeated text, and the id each is stored under (empty when no repeat named its own id)."
-    return f" (id {', '.join(f'{g} is stored as {k}' for g, k in list(merged.items())[:5])}{' …' if len(merged) > 5 else ''})" if merged else ""
 
 def _ack_lines(what:str, ack)->str:
     "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored."
@@ -626,13 +626,14 @@ def _locomo(path:str)->dict:
     try: return {c.sample_id: c for c in load_locomo(Path(path))}
     except (ValueError, KeyError, TypeError) as e: raise UsageError(f"{path}: not a LoCoMo file ({e})") from None
 
-# %% ../nbs/08_cli.ipynb #e7303fa0
+# %% ../nbs/08_cli.ipynb #ab131328
 def cmd_import_locomo(args)->int:
     "setree import locomo FILE --conversation ID --out FACTS.jsonl: one conversation's observations as facts."
     src, out = Path(args.file), Path(args.out)
     if not src.is_file(): raise UsageError(f"LoCoMo file not found: {args.file}")
     if out.exists() and out.resolve() == src.resolve(): raise UsageError(f"--out {args.out} is the input file: choose another path")
     if out.is_dir(): raise UsageError(f"--out {args.out} is a directory: give a file path")
+    if out.suffix.lower() != ".jsonl": raise UsageError(f"--out {args.out}: the facts are written as JSON lines, which `setree build` reads from a .jsonl file: name it .jsonl")
     if out.exists() and not args.force: raise UsageError(f"--out {args.out} exists: choose another path, or add --force to overwrite it")
     if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
     convs = _locomo(args.file)
