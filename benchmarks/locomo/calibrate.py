@@ -38,6 +38,64 @@ def score(method, tree, conv, qs, budget):
                     breadth(tree, nodes), covered_facts(tree, nodes) / tree.n_facts))
     return np.array(out, float)
 
+# ---- shared by the experiments that re-run the CV protocol (root_reserve.py, walk_order.py, tied_weight.py)
+def setup(sts=ST):
+    "(conversations, cached embedder, questions per conversation, trees per (summary_tokens, conversation)) of the development split."
+    convs = load_locomo(shared_data("locomo", "locomo_dev.json"))
+    emb = CachedEmbedder(get_embedder()).load(CACHE)
+    qsets = {c.sample_id: [q for q in c.questions if q.category in CATS and q.evidence] for c in convs}
+    for c in convs: emb.prefetch_queries([q.question for q in qsets[c.sample_id]])
+    trees = {(st, c.sample_id): build_tree(c.facts, embedder=emb, config=Config(summary_tokens=st), progress=False) for st in sts for c in convs}
+    return convs, emb, qsets, trees
+
+def runner(R:dict, convs, trees, qsets):
+    "run(method, setting, summary_tokens, make): score a fresh `make()` on every conversation and budget into R[method, setting, sid, budget]."
+    def run(m, s, st, make):
+        for c in convs:
+            for b in BUDGETS: R[m, s, c.sample_id, b] = score(make(), trees[st, c.sample_id], c, qsets[c.sample_id], b)
+    return run
+
+def objective(R:dict, m, s, train)->float:
+    "The CV objective of setting `s` of method `m` on the `train` conversations: mean over budgets of (evidence + answer-token recall) / 2."
+    return float(np.mean([(lambda a: (np.nanmean(a[:, 0]) + np.nanmean(a[:, 1])) / 2)(np.concatenate([R[m, s, x, b] for x in train])) for b in BUDGETS]))
+
+def boot(d, rng):
+    "95 % paired-bootstrap interval of the mean of `d` (2,000 resamples)."
+    b = np.array([d[rng.integers(0, len(d), len(d))].mean() for _ in range(2000)])
+    return float(np.quantile(b, 0.025)), float(np.quantile(b, 0.975))
+
+def paired_tables(held:dict, comps, sids, cats, rng, by_cat=((1, "cat 1 diff"), (2, "cat 2 diff")))->tuple[list, dict]:
+    """Markdown lines and results of the paired comparisons `comps` ((a, b) method pairs) on the held-out rows, per metric and budget,
+    with the difference on the categories of `by_cat` ((category, column title), ...)."""
+    lines, res = [], {}
+    for col, title in ((0, "evidence recall"), (1, "answer-token recall")):
+        lines += [f"## {title}", "", "| comparison | budget | a | b | diff | 95 % CI | a wins / losses | " + " | ".join(t for _, t in by_cat) + " |",
+                  "|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(by_cat)]
+        for a_, b_ in comps:
+            for b in BUDGETS:
+                A = np.concatenate([held[a_, s, b][:, col] for s in sids]); B = np.concatenate([held[b_, s, b][:, col] for s in sids])
+                ok = ~np.isnan(A) & ~np.isnan(B); d = (A - B)[ok]; lo, hi = boot(d, rng); dc = [d[cats[ok] == k] for k, _ in by_cat]
+                res.setdefault(title, {}).setdefault(f"{a_} - {b_}", {})[b] = {"a": float(A[ok].mean()), "b": float(B[ok].mean()), "diff": float(d.mean()), "ci": [lo, hi],
+                                                                              "wins": int((d > 0).sum()), "losses": int((d < 0).sum()),
+                                                                              **{f"diff_cat{k}": float(x.mean()) for (k, _), x in zip(by_cat, dc)}}
+                lines.append(f"| {a_} - {b_} | {b} | {A[ok].mean():.3f} | {B[ok].mean():.3f} | {100 * d.mean():+.2f} | [{100 * lo:+.2f}, {100 * hi:+.2f}] | "
+                             f"{(d > 0).sum()} / {(d < 0).sum()} | " + " | ".join(f"{100 * x.mean():+.2f}" for x in dc) + " |")
+        lines.append("")
+    return lines, res
+
+def chosen_table(chosen:dict, methods, sids, label:str="variant")->list:
+    "Markdown lines: the setting each method chose per held-out conversation."
+    return (["## Settings chosen per fold", "", f"| {label} | " + " | ".join(sids) + " |", "|---|" + "---|" * len(sids)]
+            + [f"| {m} | " + " | ".join(json.dumps(chosen[m][s]) for s in sids) + " |" for m in methods])
+
+def finish(name:str, lines:list, res:dict, chosen:dict, t0:float):
+    "Stamp the commit and the run time, write calibration/NAME.md and NAME.json, print the report."
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent).stdout.strip()
+    lines = lines + ["", f"Measured on commit {commit} (working tree as run), {time.perf_counter() - t0:.0f} s."]
+    (OUT / f"{name}.md").write_text("\n".join(lines) + "\n")
+    (OUT / f"{name}.json").write_text(json.dumps({"results": res, "chosen": chosen, "commit": commit}, indent=1))
+    print("\n".join(lines))
+
 def main():
     path = shared_data("locomo", "locomo_dev.json")
     if path is None: sys.exit("the LoCoMo development data is absent")
