@@ -329,7 +329,7 @@ def _build_human(d:dict, # a `_build_data` report
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
             + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else ""))
 
-# %% ../nbs/08_cli.ipynb #e84bdec9
+# %% ../nbs/08_cli.ipynb #7ad4a8c4
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
@@ -337,7 +337,7 @@ def _ack_lines(what:str, ack)->str:
     ids = list(dict.fromkeys(ack.ids))
     new = [i for i in ids if i not in set(ack.already_stored)]
     lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
-    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + _merged_note(getattr(ack, "merged", None)))
+    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + _merged_note(ack.merged))
     if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     return "\n".join(lines)
 

@@ -754,7 +754,7 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #53599269
+# %% ../nbs/07_store.ipynb #adc2a0b8
 def _has_phrases(con)->bool: return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'phrases'").fetchone() is not None
 
 def _write_phrases(con, base:Tree, tree:Tree, gen:int):
@@ -763,9 +763,10 @@ def _write_phrases(con, base:Tree, tree:Tree, gen:int):
     if ps is None or ps.n != len(tree.facts): return                 # counts unknown: the mark goes stale, the next pass recounts
     current = _meta(con).get("phrases_gen") == str(gen) and _has_phrases(con)
     con.execute("CREATE TABLE IF NOT EXISTS phrases (k TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID")
-    if not current or (ps.changed is None and tree is not base):
+    if current and tree is base: pass                                # (a pass that changed nothing: only the mark moves on)
+    elif not current or ps.changed is None:
         con.execute("DELETE FROM phrases"); con.executemany("INSERT INTO phrases VALUES (?, ?)", ps.df.items())
-    elif tree is not base:
+    else:
         ks = sorted(ps.changed); dfs = [ps.df.get(k, 0) for k in ks]
         con.executemany("INSERT OR REPLACE INTO phrases VALUES (?, ?)", [(k, d) for k, d in zip(ks, dfs) if d > 0])
         con.executemany("DELETE FROM phrases WHERE k = ?", [(k,) for k, d in zip(ks, dfs) if d <= 0])
