@@ -14,7 +14,7 @@ from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 
 # %% auto #0
 __all__ = ['CONFIG_RANGES', 'Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree',
-           'unique_facts', 'build_tree', 'tree_shape']
+           'has_text_id', 'unique_facts', 'build_tree', 'tree_shape']
 
 # %% ../nbs/05_build.ipynb #eb610606
 @dataclass(frozen=True)
@@ -318,12 +318,14 @@ def _summarize_level(tree:Tree, nodes:list[int], summarizer, embedder, config:Co
             redo = sorted(focus)
             _apply(tree, redo, run_summarizer(summarizer, _requests(tree, redo, E, mu, config.summary_tokens, focus, bg), embedder, progress, until, True), embedder)
 
-# %% ../nbs/05_build.ipynb #5475b7d8
-def _derived(f:Fact)->bool:
+# %% ../nbs/05_build.ipynb #dcbe85ce
+def has_text_id(f:Fact # a validated fact
+               )->bool: # True when its id is the one its text gives, False when the caller chose it
     "Whether `f`'s id is the one its text gives (`fact_id`, or that id with `-N` when an earlier item of the same text took it)."
     d = fact_id(f.text)
     return f.id == d or (f.id.startswith(d + "-") and f.id[len(d) + 1:].isdigit())
 
+# %% ../nbs/05_build.ipynb #ee8fa394
 def unique_facts(items, # anything `setree.core.as_facts` accepts
                  merged:dict|None=None, # optional: filled with {given id: kept id} for a dropped item that named its own id
                 )->tuple[list[Fact], list[str]]: # (facts with repeated texts dropped, the kept id for every input item)
@@ -335,7 +337,7 @@ def unique_facts(items, # anything `setree.core.as_facts` accepts
     for f in facts:
         k = norm_text(f.text)
         if k not in first: first[k] = f.id; kept.append(f)
-        elif merged is not None and f.id != first[k] and not _derived(f): merged[f.id] = first[k]
+        elif merged is not None and f.id != first[k] and not has_text_id(f): merged[f.id] = first[k]
         ids.append(first[k])
     return kept, ids
 
