@@ -10,9 +10,10 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'UsageError', 'read_facts',
-           'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'cmd_insert',
-           'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
-           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
+           'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'merged_note',
+           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve',
+           'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
+           'main']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -313,23 +314,28 @@ def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
             "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
             "replaced_facts": before}
 
-# %% ../nbs/08_cli.ipynb #ca0264aa
-def _merged_note(merged:dict)->str:
-    "The ids given with a repeated text, and the id each is stored under (empty when no repeat named its own id)."
-    return f" (id {', '.join(f'{g} is stored as {k}' for g, k in list(merged.items())[:5])}{' …' if len(merged) > 5 else ''})" if merged else ""
+# %% ../nbs/08_cli.ipynb #b756ecec
+def merged_note(merged:dict|None, # {id given with a repeated text: the id it is stored under}, as an `Ack`'s `merged`
+                most:int=5, # ids named at most; more are shown as `…`
+               )->str: # ' (id G is stored as K, …)', or '' when no repeat named its own id
+    "The note that follows 'N repeated fact(s) stored once' in every report of a change: which given ids are stored under which id."
+    if not merged: return ""
+    pairs = ", ".join(f"{g} is stored as {k}" for g, k in list(merged.items())[:most])
+    return f" (id {pairs}{' …' if len(merged) > most else ''})"
 
+# %% ../nbs/08_cli.ipynb #ed12a2e8
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
     n_dup, fell, low, before = d["duplicates_dropped"], d["summarizer_fallbacks"], d["below_faithfulness_threshold"], d["replaced_facts"]
     return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} nodes (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
             + (f"\nreplaced the {before} facts the store held" if before else "")
-            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{_merged_note(d.get('merged'))}" if n_dup else "")
+            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{merged_note(d.get('merged'))}" if n_dup else "")
             + (f"\nwarning: {fell} summaries fell back to extractive ("
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
             + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else ""))
 
-# %% ../nbs/08_cli.ipynb #7ad4a8c4
+# %% ../nbs/08_cli.ipynb #dfb46eb0
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
@@ -337,7 +343,7 @@ def _ack_lines(what:str, ack)->str:
     ids = list(dict.fromkeys(ack.ids))
     new = [i for i in ids if i not in set(ack.already_stored)]
     lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
-    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + _merged_note(ack.merged))
+    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + merged_note(ack.merged))
     if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     return "\n".join(lines)
 

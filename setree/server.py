@@ -451,17 +451,18 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #9f232b13
+# %% ../nbs/08b_server.ipynb #f1140a3d
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
+    from setree.cli import merged_note
     self.writer.changed()
     d = {**ack.to_dict(), "queued": True, **({"replaces_facts": replaced} if replaced is not None else {})}
     ids = ", ".join(d["ids"][:8]) + (f", ... ({len(d['ids'])} ids)" if len(d["ids"]) > 8 else "")
     return _result(f"queued {d['op']} as seq {d['seq']}" + (f": {ids}" if ids else "") +
                    (f" (deletes the {replaced} facts stored now)" if replaced else "") +
                    (f" ({len(d['already_stored'])} already stored, nothing new for: {', '.join(d['already_stored'][:8])})" if d["already_stored"] else "") +
-                   (f" (repeated texts stored once: {', '.join(f'{g} is stored as {k}' for g, k in list(d['merged'].items())[:8])})" if d.get("merged") else "") +
+                   (f"; repeated texts stored once{merged_note(d['merged'])}" if d.get("merged") else "") +
                    f". Visible to retrieve once stats shows applied_seq >= {d['seq']} (normally within a second).", d)
 
 # %% ../nbs/08b_server.ipynb #0fe2e54c
