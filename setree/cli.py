@@ -458,12 +458,9 @@ def cmd_serve(argv:list[str])->int:
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #b3085539
+# %% ../nbs/08_cli.ipynb #df755a3e
 def _load_tree(path:str):
-    from setree.store import StoreError
-    with _open_store(path) as st:
-        try: return st.load(), str(st.path)
-        except StoreError as e: raise UsageError(str(e)) from None
+    with _open_store(path) as st: return st.load(), str(st.path)   # damaged contents: `StoreError`, exit 1 like a change's
 
 # %% ../nbs/08_cli.ipynb #cbbbc5f7
 def _cover_params(tree, args):
@@ -523,13 +520,10 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params)->int:
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #340633c8
+# %% ../nbs/08_cli.ipynb #0d411d74
 def cmd_stats(args)->int:
     "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size."
-    from setree.store import StoreError
-    with _open_store(args.db) as st:
-        try: s = {**st.stats(), **st.queue_state()}   # with the queue: pending, queued_seq, applied_seq, last_pass
-        except StoreError as e: raise UsageError(str(e)) from None
+    with _open_store(args.db) as st: s = {**st.stats(), **st.queue_state()}   # with the queue: pending, queued_seq, applied_seq, last_pass
     _out(args, readable(s), s)
     return 0
 
@@ -780,13 +774,13 @@ def _stops_as_interrupt():
     finally:
         for s, h in old.items(): signal.signal(s, h)
 
-# %% ../nbs/08_cli.ipynb #1acbe87a
+# %% ../nbs/08_cli.ipynb #45a4cce0
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
 
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
-        )->int: # exit code: 0 ok, 1 failure, 2 bad usage/input, 3 budget too small
+        )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small
     "Entry point of the `setree` console script: one line on stderr and a non-zero exit for any error, never a traceback."
     with _stops_as_interrupt(): return _main(argv)
 
@@ -798,9 +792,13 @@ def _main(argv):
         if argv[:1] == ["serve"]: return cmd_serve(argv[1:])   # its options belong to setree.server (imported only here)
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)
-    except UsageError as e: print(f"setree: error: {e}", file=sys.stderr); return 2
+    except UsageError as e: print(f"setree: error: {_one_line(e)}", file=sys.stderr); return 2
     except KeyboardInterrupt: print("setree: interrupted", file=sys.stderr); return 130
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
-        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{e}", file=sys.stderr); return 1
+        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{_one_line(e)}", file=sys.stderr); return 1
+
+def _one_line(e:Exception)->str:
+    "An error's message on one line (SQLite's integrity report, for one, spans several): its lines joined by '; '."
+    return "; ".join(l for l in str(e).splitlines() if l.strip())
