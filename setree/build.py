@@ -16,7 +16,7 @@ from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 __all__ = ['CONFIG_RANGES', 'Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree',
            'has_text_id', 'unique_facts', 'build_tree', 'tree_shape']
 
-# %% ../nbs/05_build.ipynb #eb610606
+# %% ../nbs/05_build.ipynb #e848d5d9
 @dataclass(frozen=True)
 class Config:
     "Every parameter of a knowledge base, validated; the one place their defaults are set. Units: tokens for lengths and budgets, radians for `epsilon`."
@@ -62,17 +62,27 @@ class Config:
         names = {f.name for f in fields(cls)}
         if "min_score" in d and d["min_score"] is None: d = {**d, "min_score": -math.inf}  # JSON has no -inf: null means none
         unknown = sorted(set(d) - names)
-        if unknown: raise ValueError(f"unknown config key(s): {unknown}; known: {sorted(names)}")
+        if unknown: raise ValueError(f"config: unknown key(s) {unknown}; known: {sorted(names)}")
         return cls(**d)
 
     @classmethod
     def from_json(cls, path:str|Path # a JSON file holding one object
                  )->Config:
-        "Read a strict JSON config file. Raises `FileNotFoundError`, `ValueError` (bad JSON, unknown key, bad value)."
-        text = Path(path).read_text(encoding="utf-8")
-        try: d = json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not allowed")))
-        except json.JSONDecodeError as e: raise ValueError(f"{path}: not valid JSON ({e})") from None
-        return cls.from_dict(d)
+        """Read a strict JSON config file (UTF-8, one object, no NaN or Infinity). Raises `FileNotFoundError`, or `ValueError`/`TypeError`
+        (not JSON, unknown key, bad value) whose message is the file's path and then the refusal, `PATH: config …`."""
+        data = Path(path).read_bytes()
+        try: return cls.from_dict(_config_object(data))
+        except (ValueError, TypeError) as e: raise type(e)(f"{path}: {e}") from None
+
+def _config_object(data:bytes)->dict:
+    "The JSON value of a config file's bytes; every refusal starts with `config:`, as `Config`'s own do."
+    try: text = data.decode("utf-8")
+    except UnicodeDecodeError as e: raise ValueError(f"config: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    try: return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as e: raise ValueError(f"config: not valid JSON ({e})") from None
+
+def _no_constant(c:str):
+    raise ValueError(f"config: {c} is not allowed (strict JSON has no NaN or Infinity)")
 
 # %% ../nbs/05_build.ipynb #cba9d1d2
 @patch

@@ -115,7 +115,7 @@ def _json_type(v)->str:
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
             else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #a0f99701
+# %% ../nbs/08_cli.ipynb #7b3dcdd4
 def load_config(path:str|None, # --config value, or None
                ): # a `setree.build.Config`, or None
     "The config file named by `--config` or `$SETREE_CONFIG` (empty = not given); None when neither. Raises `UsageError`."
@@ -125,17 +125,16 @@ def load_config(path:str|None, # --config value, or None
     if path is None: return None
     try: return Config.from_json(path)
     except FileNotFoundError: raise UsageError(f"config file not found: {path}") from None
-    except (ValueError, TypeError) as e:
-        msg = str(e)
-        raise UsageError(msg if str(path) in msg else f"{path}: {msg}" if msg.startswith("config") else f"config {path}: {msg}") from None
+    except IsADirectoryError: raise UsageError(f"config file {path} is a directory") from None
+    except (ValueError, TypeError) as e: raise UsageError(str(e)) from None   # 'PATH: config …'
 
-# %% ../nbs/08_cli.ipynb #f364c0fc
+# %% ../nbs/08_cli.ipynb #6364ed39
 def _merge(base, overrides:dict):
-    "`base` with the values of the flags that were given; an out-of-range value is named by its flag (`--seed=-1`)."
+    "`base` (a `Config`) with the values of the flags that were given; a refused value is named by its flag (`--seed=-1`, `config --beta:`)."
     given = {k: v for k, v in overrides.items() if v is not None}
     try: return base.replace(**given)
     except (ValueError, TypeError) as e:
-        raise UsageError(re.sub(r"\b(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')}=" if m.group(1) in given else m.group(0), str(e))) from None
+        raise UsageError(re.sub(r"\b(\w+)(?=[=:])", lambda m: f"--{m.group(1).replace('_', '-')}" if m.group(1) in given else m.group(0), str(e))) from None
 
 # %% ../nbs/08_cli.ipynb #86051e0b
 _INT = re.compile(r"[+-]?[0-9]+")   # ASCII digits only: Python's int() would also take '٣٠', '６０' and '60_0'
@@ -462,13 +461,18 @@ def cmd_serve(argv:list[str])->int:
 def _load_tree(path:str):
     with _open_store(path) as st: return st.load(), str(st.path)   # damaged contents: `StoreError`, exit 1 like a change's
 
-# %% ../nbs/08_cli.ipynb #cbbbc5f7
+# %% ../nbs/08_cli.ipynb #cb394c38
 def _cover_params(tree, args):
+    from dataclasses import fields
+    from setree.build import Config
     from setree.cover import CoverParams
     d = {k: v for k, v in (tree.config or {}).items()}
     cfg = load_config(args.config)
     if cfg is not None: d.update(cfg.to_dict())
-    d.update({k: getattr(args, k) for k in ("beta", "gamma", "tau", "min_score", "glimpse") if getattr(args, k, None) is not None})
+    flags = {k: getattr(args, k, None) for k in ("beta", "gamma", "tau", "min_score", "glimpse")}
+    names = {f.name for f in fields(Config)}
+    _merge(Config.from_dict({k: v for k, v in d.items() if k in names}), flags)   # refused in `Config`'s words, named by the flag
+    d.update({k: v for k, v in flags.items() if v is not None})
     try: return CoverParams.from_config(d), d.get("default_budget")
     except (ValueError, TypeError) as e:   # name the option, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
         raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: f"--{m.group(1).replace('_', '-')} ({m.group(1)})", str(e))) from None

@@ -162,7 +162,6 @@ def test_a_change_queued_while_another_pass_holds_the_store(tmp_path):
 def test_glimpse_option_and_refusals(kb, tmp_path):
     "--glimpse reaches the walk (0 = the fixed short line, as a config file's glimpse does); bad values are refused naming the flag or the key, as the library words them."
     from setree.build import Config
-    from setree.cover import CoverParams
     d, db = kb
     ask = lambda *a: json.loads(run("retrieve", "garden vegetables", "--db", db, "--budget", 40, "--json", *a).stdout)
     cfg = tmp_path / "g0.json"; cfg.write_text('{"glimpse": 0}')
@@ -170,9 +169,9 @@ def test_glimpse_option_and_refusals(kb, tmp_path):
     assert fixed["params"]["glimpse"] == 0 and fitted["params"]["glimpse"] == 60 and ask()["params"]["glimpse"] == Config().glimpse
     assert ask("--config", cfg)["items"] == fixed["items"]
     assert fixed["items"][0]["text"] != fitted["items"][0]["text"]                  # the root's line: fixed keyphrases vs fitted to the prompt
-    with pytest.raises(ValueError) as lib: CoverParams(glimpse=-1)
-    p = run("retrieve", "x", "--db", db, "--glimpse", -1)
-    assert p.returncode == 2 and str(lib.value).replace("CoverParams.glimpse", "--glimpse (glimpse)") in one_line_error(p)
+    with pytest.raises(ValueError) as lib: Config(glimpse=-1)
+    p = run("retrieve", "x", "--db", db, "--glimpse", -1)                            # the flag is checked as `setree build`'s are
+    assert p.returncode == 2 and str(lib.value).replace("glimpse=", "--glimpse=") in one_line_error(p)
     p = run("retrieve", "x", "--db", db, "--glimpse", "1.5")
     assert p.returncode == 2 and "--glimpse: must be an integer (ASCII digits 0-9), got '1.5'" in p.stderr
     with pytest.raises(ValueError) as lib: Config(glimpse=-1)
