@@ -77,31 +77,22 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #602c96d3
+# %% ../nbs/08_cli.ipynb #49ab5e01
 def _txt_items(text:str)->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
     skipped); only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
     return [(n, l.removesuffix("\r")) for n, l in enumerate(text.split("\n"), 1) if not is_blank(l)]
 
-class _RepeatedKey(ValueError): "A JSON object that gives a key twice (the key is the message)."
-
-def _no_repeated_keys(pairs:list)->dict:
-    "`json.loads` object hook: the object, refusing a repeated key (JSON itself would keep the last value silently)."
-    d = {}
-    for k, v in pairs:
-        if k in d: raise _RepeatedKey(k)
-        d[k] = v
-    return d
-
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
+    from setree.core import RepeatedKey, unique_keys
     items = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip(): continue
-        try: obj = json.loads(line, object_pairs_hook=_no_repeated_keys)
+        try: obj = json.loads(line, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
-        except _RepeatedKey as e: raise UsageError(f'{path}: line {n} gives "{e}" twice: give each key once') from None
+        except RepeatedKey as e: raise UsageError(f"{path}: line {n}: {e}") from None
         except RecursionError: raise UsageError(f"{path}: line {n} is nested too deeply (JSON)") from None
         if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
         t = obj.get("text")

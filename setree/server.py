@@ -25,9 +25,9 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #93d1cd20
+# %% ../nbs/08b_server.ipynb #02c84006
 from . import __version__
-from .core import as_facts, patch
+from .core import RepeatedKey, as_facts, patch, unique_keys
 from .cover import check_budget, cover_data
 
 # %% ../nbs/08b_server.ipynb #dc0aa914
@@ -587,16 +587,18 @@ def _call_refusal(msg:dict, full:bool=False)->str|None:
         except InvalidParams as e: return str(e)
     return None
 
-# %% ../nbs/08b_server.ipynb #ace8f081
+# %% ../nbs/08b_server.ipynb #6f500977
 def read_message(line:str # one line from the client, decoded with errors='surrogateescape'
                 ): # `JSONRPCMessage` for the SDK, `JSONRPCError` to send back, or None (nothing to answer)
     """Parse one client line, once: the message for the SDK, or the error the caller gets instead of silence. JSON that is
     not a JSON-RPC 2.0 message (an array, a number, no `"jsonrpc": "2.0"`, params that are not an object): invalid request
     (-32600, with the id when the line has one); nested too deeply to read: the same; not JSON: parse error (-32700, null id);
     a lone surrogate, a `tools/call` without a tool name or with arguments that are not an object: invalid params (-32602),
-    named. A blank line, or an invalid notification (JSON-RPC never answers one): None."""
+    named; an object that gives a key twice: invalid params for a tool call, else invalid request, naming the key (`_repeated_key`).
+    A blank line, or an invalid notification (JSON-RPC never answers one): None."""
     if not line.strip(): return None
-    try: msg = json.loads(line)
+    try: msg = json.loads(line, object_pairs_hook=unique_keys)
+    except RepeatedKey as e: return _repeated_key(line, e)
     except RecursionError:
         m = _LEADING_ID.match(line)
         return _error(json.loads(m.group(1)) if m else None, mt.INVALID_REQUEST, "Invalid Request: the message is nested too deeply to read")
@@ -617,6 +619,17 @@ def read_message(line:str # one line from the client, decoded with errors='surro
         return mt.jsonrpc_message_adapter.validate_python(msg, by_name=False)
     except (ValidationError, RecursionError):
         return None if notification else _error(_valid_id(msg), mt.INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message, or nested too deeply")
+
+# %% ../nbs/08b_server.ipynb #a2eb463f
+def _repeated_key(line:str, e:RepeatedKey)->mt.JSONRPCError|None:
+    "The answer to a line whose JSON gives a key twice: invalid params naming the tool for a `tools/call`, else invalid request; None for a notification."
+    try: msg = json.loads(line)      # valid JSON (only `unique_keys` refused it): for the id and the tool
+    except (ValueError, RecursionError): msg = None
+    if not isinstance(msg, dict): return _error(None, mt.INVALID_REQUEST, f"Invalid Request: {e}")
+    if "method" in msg and "id" not in msg: return None
+    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    if msg.get("method") == "tools/call" and isinstance(params.get("name"), str): return _error(_valid_id(msg), mt.INVALID_PARAMS, f"{params['name']}: {e}")
+    return _error(_valid_id(msg), mt.INVALID_REQUEST, f"Invalid Request: {e}")
 
 # %% ../nbs/08b_server.ipynb #0cef862e
 def _is_pipe(fd:int)->bool:

@@ -261,7 +261,9 @@ def test_every_json_line_gets_an_answer(tmp_path):
              (10, deep(300, 10), -32602, "meta is nested too deeply"), (11, deep(100_000, 11), -32600, "nested too deeply"),
              (12, '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"update","arguments":{"id":"\\udfff","text":"x"}}}', -32602, "lone surrogate"),
              (13, '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":' + "[" * 400 + "]" * 400 + "}}}",
-              -32602, "prompt must be a string, got an array")]
+              -32602, "prompt must be a string, got an array"),
+             (14, '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":"tea","budget":50,"budget":500}}}',
+              -32602, 'retrieve: "budget" given twice: give each key once')]                # JSON would keep the last value silently
     for i, line, code, want in cases:
         m = r.ask(i, line)
         assert m["error"]["code"] == code and want in m["error"]["message"], (i, m)
