@@ -644,10 +644,12 @@ def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
 
-# %% ../nbs/08_cli.ipynb #a2c883a2
+# %% ../nbs/08_cli.ipynb #63be2cbf
 def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
-    from setree.evaluate import evaluate_locomo
+    from setree.evaluate import check_budgets, evaluate_locomo
+    try: check_budgets(args.budgets)
+    except ValueError as e: raise UsageError(f"--budgets: {e}") from None
     if not Path(args.data).is_file(): raise UsageError(f"LoCoMo file not found: {args.data}")
     out = Path(args.out)               # the folder itself may be new, its parent must exist (as for `import --out` and `build --db`)
     if out.exists() and not out.is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
