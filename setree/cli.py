@@ -644,7 +644,7 @@ def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
 
-# %% ../nbs/08_cli.ipynb #63be2cbf
+# %% ../nbs/08_cli.ipynb #3b79982a
 def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
     from setree.evaluate import check_budgets, evaluate_locomo
@@ -653,6 +653,7 @@ def cmd_eval(args)->int:
     if not Path(args.data).is_file(): raise UsageError(f"LoCoMo file not found: {args.data}")
     out = Path(args.out)               # the folder itself may be new, its parent must exist (as for `import --out` and `build --db`)
     if out.exists() and not out.is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not args.force: raise UsageError(f"--out {args.out} exists: choose another path, or add --force to overwrite it")
     if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
     _locomo(args.data)                 # a file that is not LoCoMo data is refused as `import locomo` refuses it, before any work
     cfg = load_config(args.config)
@@ -741,7 +742,7 @@ def _read_parsers(sub):
     d = sub.add_parser("demo", help="build the bundled demo knowledge base and show three retrievals")
     d.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
 
-# %% ../nbs/08_cli.ipynb #34627d54
+# %% ../nbs/08_cli.ipynb #c6c167fe
 def _data_parsers(sub):
     im = sub.add_parser("import", help="convert evaluation data into a fact file")
     imsub = im.add_subparsers(dest="source", required=True, metavar="SOURCE")
@@ -753,7 +754,8 @@ def _data_parsers(sub):
     ev = sub.add_parser("eval", help="evaluate retrieval against baselines on evaluation data")
     evsub = ev.add_subparsers(dest="source", required=True, metavar="DATASET")
     el = evsub.add_parser("locomo", help="LoCoMo evidence recall at equal budgets: setree vs dense top-k, BM25, collapsed tree, HRS")
-    el.add_argument("--data", required=True, help="locomo_dev.json"); el.add_argument("--out", required=True, help="output folder")
+    el.add_argument("--data", required=True, help="locomo_dev.json"); el.add_argument("--out", required=True, help="output folder (refused if it holds files, unless --force)")
+    el.add_argument("--force", action="store_true", help="write into --out even if it holds files (an earlier run's are overwritten)")
     el.add_argument("--budgets", type=_budget_list, default=[256, 512, 1024, 2048], help="comma-separated token budgets")
     el.add_argument("--conversations", default=None, help="comma-separated sample ids (default: all)")
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
