@@ -13,7 +13,7 @@ __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP'
            'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'merged_note',
            'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve',
            'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
-           'main']
+           'main', 'one_line']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -773,7 +773,7 @@ def _stops_as_interrupt():
     finally:
         for s, h in old.items(): signal.signal(s, h)
 
-# %% ../nbs/08_cli.ipynb #45a4cce0
+# %% ../nbs/08_cli.ipynb #859ddde8
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
@@ -791,13 +791,14 @@ def _main(argv):
         if argv[:1] == ["serve"]: return cmd_serve(argv[1:])   # its options belong to setree.server (imported only here)
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)
-    except UsageError as e: print(f"setree: error: {_one_line(e)}", file=sys.stderr); return 2
+    except UsageError as e: print(f"setree: error: {one_line(e)}", file=sys.stderr); return 2
     except KeyboardInterrupt: print("setree: interrupted", file=sys.stderr); return 130
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
-        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{_one_line(e)}", file=sys.stderr); return 1
+        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{one_line(e)}", file=sys.stderr); return 1
 
-def _one_line(e:Exception)->str:
-    "An error's message on one line (SQLite's integrity report, for one, spans several): its lines joined by '; '."
+def one_line(e:Exception # any error
+            )->str: # its message on one line
+    "An error's message as the one line on stderr of `setree` and `setree serve` (SQLite's integrity report, for one, spans several lines): its lines joined by '; '."
     return "; ".join(l for l in str(e).splitlines() if l.strip())

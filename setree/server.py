@@ -811,24 +811,24 @@ def _exit_soon(app, code:int, wait_s:float=5.0):
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #0c16e738
+# %% ../nbs/08b_server.ipynb #05d7eda0
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 130 on Ctrl-C, 1 otherwise (a store found damaged while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
     Ctrl-C (SIGINT), SIGTERM or SIGHUP, while starting or serving, stops the pass worker and closes the store: one line `setree serve: interrupted`, exit 130."""
-    from setree.cli import UsageError
+    from setree.cli import UsageError, one_line
     from setree.store import StoreError
     sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace")
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="setree serve: %(levelname)s %(name)s: %(message)s", force=True)
     log = logging.getLogger("setree.server")
     try:
         with stdout_to_stderr(): app = open_app(args)
-    except (UsageError, StoreError) as e: print(f"setree serve: error: {e}", file=sys.stderr); return 2
+    except (UsageError, StoreError) as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 2
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return 130
     try: _serve(app)
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, 130)
-    except StoreError as e: print(f"setree serve: error: {e}", file=sys.stderr); return 1   # a store found damaged while serving (its message says so): a store failure, exit 1 as for every command
-    except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {e}", file=sys.stderr); return 1
+    except StoreError as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1   # a store found damaged while serving (its message says so): a store failure, exit 1 as for every command
+    except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
     finally: app.close()
     return 0
 

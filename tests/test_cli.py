@@ -3,7 +3,7 @@ this process (`conftest.run_setree`); the knowledge base of the module is built 
 process, so the process path is covered too."""
 import json
 import pytest
-from conftest import run_setree as run
+from conftest import damage_an_index_page, run_setree as run
 
 def one_line_error(p):
     assert p.returncode != 0
@@ -181,22 +181,12 @@ def test_glimpse_option_and_refusals(kb, tmp_path):
         assert p.returncode == 2 and str(lib.value) in one_line_error(p), p.stderr
     assert not (tmp_path / "g.db").exists()                                          # refused before anything is built
 
-def _damage_an_index_page(db):
-    "Overwrite the first bytes of one index page (the members table's): the store still opens, its contents are damaged."
-    import sqlite3
-    con = sqlite3.connect(db)
-    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    page_size = con.execute("PRAGMA page_size").fetchone()[0]
-    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_members_1'").fetchone()
-    con.close()
-    with open(db, "r+b") as f: f.seek((root - 1) * page_size); f.write(b"\x0d" + b"\xff" * 20)
-
 def test_a_damaged_store_exits_1_for_reads_and_writes_alike(tmp_path):
     "A store that opens but whose contents are damaged is a store failure: exit 1 (not 2, bad usage), whatever the command."
     facts = tmp_path / "facts.txt"; facts.write_text("the user writes C++20\nthe user likes tea\nthe user lives in Lyon\n", encoding="utf-8")
     db = tmp_path / "kb.db"
     assert run("build", facts, "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
-    _damage_an_index_page(db)
+    damage_an_index_page(db)
     for argv in (("stats",), ("retrieve", "tea"), ("inspect",), ("insert", facts), ("maintain",)):
         p = run(*argv, "--db", db)
         assert p.returncode == 1, (argv, p.returncode, p.stderr)

@@ -287,6 +287,19 @@ def test_refused_at_start(tmp_path):
         assert p.returncode == 2 and want in p.stderr and "Traceback" not in p.stderr, (extra, p.returncode, p.stderr)
     assert zero.stat().st_size == 0
 
+def test_a_damaged_store_exits_1_as_on_the_command_line(tmp_path):
+    "A store that opens but whose contents are damaged: one line naming the damage, exit 1 (a store failure), as every `setree` command exits on it."
+    from conftest import damage_an_index_page
+    from setree.build import build_tree
+    from setree.embed import get_embedder
+    from setree.store import Store
+    db = tmp_path / "kb.db"
+    with Store(db) as st: st.save(build_tree(FACTS, embedder=get_embedder("hashing"), progress=False))
+    damage_an_index_page(db)
+    p = subprocess.run(SERVE + serve_args(db), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith("setree serve: error:") and "damaged" in lines[0], (p.returncode, p.stderr)
+
 def test_real_minilm_end_to_end(tmp_path):                                           # C-20 with the model loading, real embedder
     r = Raw(tmp_path / "kb.db", "--log-level", "info", embedder=None, env={"LANG": "C", "LC_ALL": "C"})
     r.ask(0, INIT[0]); r.send(INIT[1])
