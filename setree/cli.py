@@ -10,9 +10,10 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'UsageError', 'read_facts',
-           'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'cmd_insert',
-           'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats',
-           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'main']
+           'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'merged_note',
+           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve',
+           'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
+           'main', 'one_line']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -76,31 +77,22 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #602c96d3
+# %% ../nbs/08_cli.ipynb #49ab5e01
 def _txt_items(text:str)->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
     skipped); only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
     return [(n, l.removesuffix("\r")) for n, l in enumerate(text.split("\n"), 1) if not is_blank(l)]
 
-class _RepeatedKey(ValueError): "A JSON object that gives a key twice (the key is the message)."
-
-def _no_repeated_keys(pairs:list)->dict:
-    "`json.loads` object hook: the object, refusing a repeated key (JSON itself would keep the last value silently)."
-    d = {}
-    for k, v in pairs:
-        if k in d: raise _RepeatedKey(k)
-        d[k] = v
-    return d
-
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
+    from setree.core import RepeatedKey, unique_keys
     items = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip(): continue
-        try: obj = json.loads(line, object_pairs_hook=_no_repeated_keys)
+        try: obj = json.loads(line, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
-        except _RepeatedKey as e: raise UsageError(f'{path}: line {n} gives "{e}" twice: give each key once') from None
+        except RepeatedKey as e: raise UsageError(f"{path}: line {n}: {e}") from None
         except RecursionError: raise UsageError(f"{path}: line {n} is nested too deeply (JSON)") from None
         if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
         t = obj.get("text")
@@ -114,7 +106,7 @@ def _json_type(v)->str:
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
             else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #a0f99701
+# %% ../nbs/08_cli.ipynb #7b3dcdd4
 def load_config(path:str|None, # --config value, or None
                ): # a `setree.build.Config`, or None
     "The config file named by `--config` or `$SETREE_CONFIG` (empty = not given); None when neither. Raises `UsageError`."
@@ -124,17 +116,16 @@ def load_config(path:str|None, # --config value, or None
     if path is None: return None
     try: return Config.from_json(path)
     except FileNotFoundError: raise UsageError(f"config file not found: {path}") from None
-    except (ValueError, TypeError) as e:
-        msg = str(e)
-        raise UsageError(msg if str(path) in msg else f"{path}: {msg}" if msg.startswith("config") else f"config {path}: {msg}") from None
+    except IsADirectoryError: raise UsageError(f"config file {path} is a directory") from None
+    except (ValueError, TypeError) as e: raise UsageError(str(e)) from None   # 'PATH: config …'
 
-# %% ../nbs/08_cli.ipynb #f364c0fc
+# %% ../nbs/08_cli.ipynb #6364ed39
 def _merge(base, overrides:dict):
-    "`base` with the values of the flags that were given; an out-of-range value is named by its flag (`--seed=-1`)."
+    "`base` (a `Config`) with the values of the flags that were given; a refused value is named by its flag (`--seed=-1`, `config --beta:`)."
     given = {k: v for k, v in overrides.items() if v is not None}
     try: return base.replace(**given)
     except (ValueError, TypeError) as e:
-        raise UsageError(re.sub(r"\b(\w+)=", lambda m: f"--{m.group(1).replace('_', '-')}=" if m.group(1) in given else m.group(0), str(e))) from None
+        raise UsageError(re.sub(r"\b(\w+)(?=[=:])", lambda m: f"--{m.group(1).replace('_', '-')}" if m.group(1) in given else m.group(0), str(e))) from None
 
 # %% ../nbs/08_cli.ipynb #86051e0b
 _INT = re.compile(r"[+-]?[0-9]+")   # ASCII digits only: Python's int() would also take '٣٠', '６０' and '60_0'
@@ -313,23 +304,28 @@ def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
             "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
             "replaced_facts": before}
 
-# %% ../nbs/08_cli.ipynb #ca0264aa
-def _merged_note(merged:dict)->str:
-    "The ids given with a repeated text, and the id each is stored under (empty when no repeat named its own id)."
-    return f" (id {', '.join(f'{g} is stored as {k}' for g, k in list(merged.items())[:5])}{' …' if len(merged) > 5 else ''})" if merged else ""
+# %% ../nbs/08_cli.ipynb #b756ecec
+def merged_note(merged:dict|None, # {id given with a repeated text: the id it is stored under}, as an `Ack`'s `merged`
+                most:int=5, # ids named at most; more are shown as `…`
+               )->str: # ' (id G is stored as K, …)', or '' when no repeat named its own id
+    "The note that follows 'N repeated fact(s) stored once' in every report of a change: which given ids are stored under which id."
+    if not merged: return ""
+    pairs = ", ".join(f"{g} is stored as {k}" for g, k in list(merged.items())[:most])
+    return f" (id {pairs}{' …' if len(merged) > most else ''})"
 
+# %% ../nbs/08_cli.ipynb #ed12a2e8
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
     n_dup, fell, low, before = d["duplicates_dropped"], d["summarizer_fallbacks"], d["below_faithfulness_threshold"], d["replaced_facts"]
     return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} nodes (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
             + (f"\nreplaced the {before} facts the store held" if before else "")
-            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{_merged_note(d.get('merged'))}" if n_dup else "")
+            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{merged_note(d.get('merged'))}" if n_dup else "")
             + (f"\nwarning: {fell} summaries fell back to extractive ("
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
             + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else ""))
 
-# %% ../nbs/08_cli.ipynb #7ad4a8c4
+# %% ../nbs/08_cli.ipynb #dfb46eb0
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
@@ -337,7 +333,7 @@ def _ack_lines(what:str, ack)->str:
     ids = list(dict.fromkeys(ack.ids))
     new = [i for i in ids if i not in set(ack.already_stored)]
     lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
-    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + _merged_note(ack.merged))
+    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + merged_note(ack.merged))
     if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     return "\n".join(lines)
 
@@ -452,20 +448,22 @@ def cmd_serve(argv:list[str])->int:
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #b3085539
+# %% ../nbs/08_cli.ipynb #df755a3e
 def _load_tree(path:str):
-    from setree.store import StoreError
-    with _open_store(path) as st:
-        try: return st.load(), str(st.path)
-        except StoreError as e: raise UsageError(str(e)) from None
+    with _open_store(path) as st: return st.load(), str(st.path)   # damaged contents: `StoreError`, exit 1 like a change's
 
-# %% ../nbs/08_cli.ipynb #cbbbc5f7
+# %% ../nbs/08_cli.ipynb #cb394c38
 def _cover_params(tree, args):
+    from dataclasses import fields
+    from setree.build import Config
     from setree.cover import CoverParams
     d = {k: v for k, v in (tree.config or {}).items()}
     cfg = load_config(args.config)
     if cfg is not None: d.update(cfg.to_dict())
-    d.update({k: getattr(args, k) for k in ("beta", "gamma", "tau", "min_score", "glimpse") if getattr(args, k, None) is not None})
+    flags = {k: getattr(args, k, None) for k in ("beta", "gamma", "tau", "min_score", "glimpse")}
+    names = {f.name for f in fields(Config)}
+    _merge(Config.from_dict({k: v for k, v in d.items() if k in names}), flags)   # refused in `Config`'s words, named by the flag
+    d.update({k: v for k, v in flags.items() if v is not None})
     try: return CoverParams.from_config(d), d.get("default_budget")
     except (ValueError, TypeError) as e:   # name the option, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
         raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: f"--{m.group(1).replace('_', '-')} ({m.group(1)})", str(e))) from None
@@ -517,13 +515,10 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params)->int:
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #340633c8
+# %% ../nbs/08_cli.ipynb #0d411d74
 def cmd_stats(args)->int:
     "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size."
-    from setree.store import StoreError
-    with _open_store(args.db) as st:
-        try: s = {**st.stats(), **st.queue_state()}   # with the queue: pending, queued_seq, applied_seq, last_pass
-        except StoreError as e: raise UsageError(str(e)) from None
+    with _open_store(args.db) as st: s = {**st.stats(), **st.queue_state()}   # with the queue: pending, queued_seq, applied_seq, last_pass
     _out(args, readable(s), s)
     return 0
 
@@ -649,13 +644,16 @@ def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
 
-# %% ../nbs/08_cli.ipynb #a2c883a2
+# %% ../nbs/08_cli.ipynb #3b79982a
 def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
-    from setree.evaluate import evaluate_locomo
+    from setree.evaluate import check_budgets, evaluate_locomo
+    try: check_budgets(args.budgets)
+    except ValueError as e: raise UsageError(f"--budgets: {e}") from None
     if not Path(args.data).is_file(): raise UsageError(f"LoCoMo file not found: {args.data}")
     out = Path(args.out)               # the folder itself may be new, its parent must exist (as for `import --out` and `build --db`)
     if out.exists() and not out.is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not args.force: raise UsageError(f"--out {args.out} exists: choose another path, or add --force to overwrite it")
     if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
     _locomo(args.data)                 # a file that is not LoCoMo data is refused as `import locomo` refuses it, before any work
     cfg = load_config(args.config)
@@ -744,7 +742,7 @@ def _read_parsers(sub):
     d = sub.add_parser("demo", help="build the bundled demo knowledge base and show three retrievals")
     d.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
 
-# %% ../nbs/08_cli.ipynb #34627d54
+# %% ../nbs/08_cli.ipynb #c6c167fe
 def _data_parsers(sub):
     im = sub.add_parser("import", help="convert evaluation data into a fact file")
     imsub = im.add_subparsers(dest="source", required=True, metavar="SOURCE")
@@ -756,7 +754,8 @@ def _data_parsers(sub):
     ev = sub.add_parser("eval", help="evaluate retrieval against baselines on evaluation data")
     evsub = ev.add_subparsers(dest="source", required=True, metavar="DATASET")
     el = evsub.add_parser("locomo", help="LoCoMo evidence recall at equal budgets: setree vs dense top-k, BM25, collapsed tree, HRS")
-    el.add_argument("--data", required=True, help="locomo_dev.json"); el.add_argument("--out", required=True, help="output folder")
+    el.add_argument("--data", required=True, help="locomo_dev.json"); el.add_argument("--out", required=True, help="output folder (refused if it holds files, unless --force)")
+    el.add_argument("--force", action="store_true", help="write into --out even if it holds files (an earlier run's are overwritten)")
     el.add_argument("--budgets", type=_budget_list, default=[256, 512, 1024, 2048], help="comma-separated token budgets")
     el.add_argument("--conversations", default=None, help="comma-separated sample ids (default: all)")
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
@@ -774,13 +773,13 @@ def _stops_as_interrupt():
     finally:
         for s, h in old.items(): signal.signal(s, h)
 
-# %% ../nbs/08_cli.ipynb #1acbe87a
+# %% ../nbs/08_cli.ipynb #859ddde8
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
 
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
-        )->int: # exit code: 0 ok, 1 failure, 2 bad usage/input, 3 budget too small
+        )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small
     "Entry point of the `setree` console script: one line on stderr and a non-zero exit for any error, never a traceback."
     with _stops_as_interrupt(): return _main(argv)
 
@@ -792,9 +791,14 @@ def _main(argv):
         if argv[:1] == ["serve"]: return cmd_serve(argv[1:])   # its options belong to setree.server (imported only here)
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)
-    except UsageError as e: print(f"setree: error: {e}", file=sys.stderr); return 2
+    except UsageError as e: print(f"setree: error: {one_line(e)}", file=sys.stderr); return 2
     except KeyboardInterrupt: print("setree: interrupted", file=sys.stderr); return 130
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
-        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{e}", file=sys.stderr); return 1
+        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{one_line(e)}", file=sys.stderr); return 1
+
+def one_line(e:Exception # any error
+            )->str: # its message on one line
+    "An error's message as the one line on stderr of `setree` and `setree serve` (SQLite's integrity report, for one, spans several lines): its lines joined by '; '."
+    return "; ".join(l for l in str(e).splitlines() if l.strip())

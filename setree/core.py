@@ -13,9 +13,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
-           'check_fact_id', 'tidy_text', 'as_facts', 'default_vocab_path', 'wordpiece_tokenizer', 'strip_dropped',
-           'token_costs', 'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children',
-           'check_tree']
+           'check_fact_id', 'tidy_text', 'as_facts', 'RepeatedKey', 'unique_keys', 'default_vocab_path',
+           'wordpiece_tokenizer', 'strip_dropped', 'token_costs', 'encoding_tokens', 'count_tokens', 'ClusterLevel',
+           'Tree', 'InvalidTree', 'joined_children', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -161,6 +161,21 @@ def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, tex
     raw = [_one_fact(i, it) for i, it in enumerate(items)]
     _check_texts(raw)
     return _with_ids([(fid, tidy_text(t), m) for fid, t, m in raw])
+
+# %% ../nbs/00_core.ipynb #e805dd95
+class RepeatedKey(ValueError):
+    "A JSON object that gives a key twice; `key` is that key. The message is `\"KEY\" given twice: give each key once`."
+    def __init__(self, key:str): super().__init__(f'"{key}" given twice: give each key once'); self.key = key
+
+def unique_keys(pairs:list # the (key, value) pairs of one JSON object, as `json.loads` hands them to `object_pairs_hook`
+               )->dict: # the object
+    "`json.loads(text, object_pairs_hook=unique_keys)`: each object as a dict; one that gives a key twice raises `RepeatedKey`."
+    d = dict(pairs)
+    if len(d) == len(pairs): return d
+    seen = set()
+    for k, _ in pairs:
+        if k in seen: raise RepeatedKey(k)
+        seen.add(k)
 
 # %% ../nbs/00_core.ipynb #ff256a0c
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"  # SHA-256 of the published all-MiniLM-L6-v2 vocab.txt

@@ -14,8 +14,8 @@ from .core import Fact, Tree, as_facts, count_tokens
 __all__ = ['MODES', 'STOPWORDS', 'GROUPS', 'METRICS', 'Question', 'Conversation', 'split_ids', 'load_locomo', 'locomo_counts',
            'content_words', 'answer_token_recall', 'evidence_found', 'context_metrics', 'covered_facts', 'breadth',
            'CachedEmbedder', 'DenseTopK', 'HybridTopK', 'CollapsedTree', 'BM25', 'HierarchicalRelevanceSearch',
-           'SetreeCover', 'default_methods', 'evidence_ceiling', 'evaluate_locomo', 'summarize', 'markdown_tables',
-           'write_results']
+           'SetreeCover', 'default_methods', 'evidence_ceiling', 'check_budgets', 'evaluate_locomo', 'summarize',
+           'markdown_tables', 'write_results']
 
 # %% ../nbs/reports/09_eval.ipynb #564daef9
 _SPLIT = re.compile(r"[;,\s]+")
@@ -327,7 +327,7 @@ def default_methods(embedder, # the prompt embedder shared by all methods
             "hybrid": HybridTopK(embedder, w, d), "collapsed": CollapsedTree(embedder, d),
             "hrs": HierarchicalRelevanceSearch(embedder, hrs_threshold, d)}
 
-# %% ../nbs/reports/09_eval.ipynb #5a853110
+# %% ../nbs/reports/09_eval.ipynb #2dd0807d
 GROUPS = ("1", "2", "3", "4", "1-4", "5")
 METRICS = ("recall", "evidence_all", "answer_recall", "coverage", "breadth", "tokens")
 
@@ -355,6 +355,16 @@ def evidence_ceiling(conv:Conversation)->float:
     ev = [g for q in conv.questions if q.category != 5 for g in q.evidence]
     return float(np.mean([g in idx for g in ev])) if ev else float("nan")
 
+def check_budgets(budgets # token budgets (count_tokens units), in the order the rows list them
+                 )->list[int]:
+    """The budgets of an evaluation, each once. Raises `ValueError` for an empty list, a budget that is not positive, or one given
+    twice: a repeated budget would repeat every row it measures, and weigh that budget twice in any mean over budgets."""
+    bs = [int(b) for b in budgets]
+    if not bs or min(bs) <= 0: raise ValueError(f"budgets must be positive token counts; got {bs}")
+    twice = sorted({b for b in bs if bs.count(b) > 1})
+    if twice: raise ValueError(f"budgets must differ: {', '.join(map(str, twice))} given more than once; got {bs}")
+    return bs
+
 def evaluate_locomo(path:str|Path, # LoCoMo JSON file
                     budgets=(256, 512, 1024, 2048), # token budgets (count_tokens units)
                     methods=None, # None: all of `default_methods`; a list of their names; or a dict name -> callable(tree, question, budget)
@@ -367,10 +377,9 @@ def evaluate_locomo(path:str|Path, # LoCoMo JSON file
                     build=None, # callable(facts, embedder) -> Tree; None: `setree.build.build_tree(facts, embedder=..., config=build_config)`
                     trees:dict|None=None, # sample id -> Tree: trees found here are reused, the ones built are stored here
                    )->list[dict]: # one row per question x method x budget
-    "Run the LoCoMo evaluation end to end. Raises `ValueError` for an empty or non-positive budget list, unknown methods or conversations."
+    "Run the LoCoMo evaluation end to end. Raises `ValueError` for budgets `check_budgets` refuses, unknown methods or conversations."
     from setree.embed import get_embedder
-    budgets = [int(b) for b in budgets]
-    if not budgets or min(budgets) <= 0: raise ValueError(f"budgets must be positive token counts; got {budgets}")
+    budgets = check_budgets(budgets)
     if build is None:
         from setree.build import Config, build_tree
         cfg = build_config if isinstance(build_config, Config) or build_config is None else Config.from_dict(dict(build_config))

@@ -18,7 +18,7 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_C
            'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #74337489
-from .build import _derived, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
+from .build import has_text_id as _derived, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
 # %% ../nbs/07b_maintain.ipynb #45068a9b
 @dataclass

@@ -25,9 +25,9 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #93d1cd20
+# %% ../nbs/08b_server.ipynb #02c84006
 from . import __version__
-from .core import as_facts, patch
+from .core import RepeatedKey, as_facts, patch, unique_keys
 from .cover import check_budget, cover_data
 
 # %% ../nbs/08b_server.ipynb #dc0aa914
@@ -451,17 +451,18 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #9f232b13
+# %% ../nbs/08b_server.ipynb #f1140a3d
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
+    from setree.cli import merged_note
     self.writer.changed()
     d = {**ack.to_dict(), "queued": True, **({"replaces_facts": replaced} if replaced is not None else {})}
     ids = ", ".join(d["ids"][:8]) + (f", ... ({len(d['ids'])} ids)" if len(d["ids"]) > 8 else "")
     return _result(f"queued {d['op']} as seq {d['seq']}" + (f": {ids}" if ids else "") +
                    (f" (deletes the {replaced} facts stored now)" if replaced else "") +
                    (f" ({len(d['already_stored'])} already stored, nothing new for: {', '.join(d['already_stored'][:8])})" if d["already_stored"] else "") +
-                   (f" (repeated texts stored once: {', '.join(f'{g} is stored as {k}' for g, k in list(d['merged'].items())[:8])})" if d.get("merged") else "") +
+                   (f"; repeated texts stored once{merged_note(d['merged'])}" if d.get("merged") else "") +
                    f". Visible to retrieve once stats shows applied_seq >= {d['seq']} (normally within a second).", d)
 
 # %% ../nbs/08b_server.ipynb #0fe2e54c
@@ -586,16 +587,18 @@ def _call_refusal(msg:dict, full:bool=False)->str|None:
         except InvalidParams as e: return str(e)
     return None
 
-# %% ../nbs/08b_server.ipynb #ace8f081
+# %% ../nbs/08b_server.ipynb #6f500977
 def read_message(line:str # one line from the client, decoded with errors='surrogateescape'
                 ): # `JSONRPCMessage` for the SDK, `JSONRPCError` to send back, or None (nothing to answer)
     """Parse one client line, once: the message for the SDK, or the error the caller gets instead of silence. JSON that is
     not a JSON-RPC 2.0 message (an array, a number, no `"jsonrpc": "2.0"`, params that are not an object): invalid request
     (-32600, with the id when the line has one); nested too deeply to read: the same; not JSON: parse error (-32700, null id);
     a lone surrogate, a `tools/call` without a tool name or with arguments that are not an object: invalid params (-32602),
-    named. A blank line, or an invalid notification (JSON-RPC never answers one): None."""
+    named; an object that gives a key twice: invalid params for a tool call, else invalid request, naming the key (`_repeated_key`).
+    A blank line, or an invalid notification (JSON-RPC never answers one): None."""
     if not line.strip(): return None
-    try: msg = json.loads(line)
+    try: msg = json.loads(line, object_pairs_hook=unique_keys)
+    except RepeatedKey as e: return _repeated_key(line, e)
     except RecursionError:
         m = _LEADING_ID.match(line)
         return _error(json.loads(m.group(1)) if m else None, mt.INVALID_REQUEST, "Invalid Request: the message is nested too deeply to read")
@@ -616,6 +619,17 @@ def read_message(line:str # one line from the client, decoded with errors='surro
         return mt.jsonrpc_message_adapter.validate_python(msg, by_name=False)
     except (ValidationError, RecursionError):
         return None if notification else _error(_valid_id(msg), mt.INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message, or nested too deeply")
+
+# %% ../nbs/08b_server.ipynb #a2eb463f
+def _repeated_key(line:str, e:RepeatedKey)->mt.JSONRPCError|None:
+    "The answer to a line whose JSON gives a key twice: invalid params naming the tool for a `tools/call`, else invalid request; None for a notification."
+    try: msg = json.loads(line)      # valid JSON (only `unique_keys` refused it): for the id and the tool
+    except (ValueError, RecursionError): msg = None
+    if not isinstance(msg, dict): return _error(None, mt.INVALID_REQUEST, f"Invalid Request: {e}")
+    if "method" in msg and "id" not in msg: return None
+    params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+    if msg.get("method") == "tools/call" and isinstance(params.get("name"), str): return _error(_valid_id(msg), mt.INVALID_PARAMS, f"{params['name']}: {e}")
+    return _error(_valid_id(msg), mt.INVALID_REQUEST, f"Invalid Request: {e}")
 
 # %% ../nbs/08b_server.ipynb #0cef862e
 def _is_pipe(fd:int)->bool:
@@ -797,24 +811,24 @@ def _exit_soon(app, code:int, wait_s:float=5.0):
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #96ec2c9f
+# %% ../nbs/08b_server.ipynb #05d7eda0
 def cmd_serve(args # parsed `add_serve_args` arguments
-             )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or an unusable store, 130 on Ctrl-C, 1 otherwise
+             )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 130 on Ctrl-C, 1 otherwise (a store found damaged while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
     Ctrl-C (SIGINT), SIGTERM or SIGHUP, while starting or serving, stops the pass worker and closes the store: one line `setree serve: interrupted`, exit 130."""
-    from setree.cli import UsageError
+    from setree.cli import UsageError, one_line
     from setree.store import StoreError
     sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace")
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="setree serve: %(levelname)s %(name)s: %(message)s", force=True)
     log = logging.getLogger("setree.server")
     try:
         with stdout_to_stderr(): app = open_app(args)
-    except (UsageError, StoreError) as e: print(f"setree serve: error: {e}", file=sys.stderr); return 2
+    except (UsageError, StoreError) as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 2
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return 130
     try: _serve(app)
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, 130)
-    except StoreError as e: print(f"setree serve: error: {e}", file=sys.stderr); return 2   # (a store found damaged while serving: its message says so)
-    except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {e}", file=sys.stderr); return 1
+    except StoreError as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1   # a store found damaged while serving (its message says so): a store failure, exit 1 as for every command
+    except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
     finally: app.close()
     return 0
 

@@ -49,3 +49,13 @@ def hashing():
     "The hashing embedder: for tests where the model is not the point."
     from setree.embed import get_embedder
     return get_embedder("hashing")
+
+def damage_an_index_page(db):
+    "Overwrite the first bytes of one index page (the members table's): the store still opens, its contents are damaged."
+    import sqlite3
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    (root,) = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'sqlite_autoindex_members_1'").fetchone()
+    con.close()
+    with open(db, "r+b") as f: f.seek((root - 1) * page_size); f.write(b"\x0d" + b"\xff" * 20)

@@ -3,7 +3,7 @@ this process (`conftest.run_setree`); the knowledge base of the module is built 
 process, so the process path is covered too."""
 import json
 import pytest
-from conftest import run_setree as run
+from conftest import damage_an_index_page, run_setree as run
 
 def one_line_error(p):
     assert p.returncode != 0
@@ -162,7 +162,6 @@ def test_a_change_queued_while_another_pass_holds_the_store(tmp_path):
 def test_glimpse_option_and_refusals(kb, tmp_path):
     "--glimpse reaches the walk (0 = the fixed short line, as a config file's glimpse does); bad values are refused naming the flag or the key, as the library words them."
     from setree.build import Config
-    from setree.cover import CoverParams
     d, db = kb
     ask = lambda *a: json.loads(run("retrieve", "garden vegetables", "--db", db, "--budget", 40, "--json", *a).stdout)
     cfg = tmp_path / "g0.json"; cfg.write_text('{"glimpse": 0}')
@@ -170,9 +169,9 @@ def test_glimpse_option_and_refusals(kb, tmp_path):
     assert fixed["params"]["glimpse"] == 0 and fitted["params"]["glimpse"] == 60 and ask()["params"]["glimpse"] == Config().glimpse
     assert ask("--config", cfg)["items"] == fixed["items"]
     assert fixed["items"][0]["text"] != fitted["items"][0]["text"]                  # the root's line: fixed keyphrases vs fitted to the prompt
-    with pytest.raises(ValueError) as lib: CoverParams(glimpse=-1)
-    p = run("retrieve", "x", "--db", db, "--glimpse", -1)
-    assert p.returncode == 2 and str(lib.value).replace("CoverParams.glimpse", "--glimpse (glimpse)") in one_line_error(p)
+    with pytest.raises(ValueError) as lib: Config(glimpse=-1)
+    p = run("retrieve", "x", "--db", db, "--glimpse", -1)                            # the flag is checked as `setree build`'s are
+    assert p.returncode == 2 and str(lib.value).replace("glimpse=", "--glimpse=") in one_line_error(p)
     p = run("retrieve", "x", "--db", db, "--glimpse", "1.5")
     assert p.returncode == 2 and "--glimpse: must be an integer (ASCII digits 0-9), got '1.5'" in p.stderr
     with pytest.raises(ValueError) as lib: Config(glimpse=-1)
@@ -181,3 +180,15 @@ def test_glimpse_option_and_refusals(kb, tmp_path):
         p = run(*cmd, "--config", bad)
         assert p.returncode == 2 and str(lib.value) in one_line_error(p), p.stderr
     assert not (tmp_path / "g.db").exists()                                          # refused before anything is built
+
+def test_a_damaged_store_exits_1_for_reads_and_writes_alike(tmp_path):
+    "A store that opens but whose contents are damaged is a store failure: exit 1 (not 2, bad usage), whatever the command."
+    facts = tmp_path / "facts.txt"; facts.write_text("the user writes C++20\nthe user likes tea\nthe user lives in Lyon\n", encoding="utf-8")
+    db = tmp_path / "kb.db"
+    assert run("build", facts, "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    damage_an_index_page(db)
+    for argv in (("stats",), ("retrieve", "tea"), ("inspect",), ("insert", facts), ("maintain",)):
+        p = run(*argv, "--db", db)
+        assert p.returncode == 1, (argv, p.returncode, p.stderr)
+        one_line_error(p)                                   # SQLite's integrity report spans lines: joined into one
+        assert "damaged" in p.stderr or "malformed" in p.stderr, (argv, p.stderr)

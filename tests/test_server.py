@@ -261,7 +261,9 @@ def test_every_json_line_gets_an_answer(tmp_path):
              (10, deep(300, 10), -32602, "meta is nested too deeply"), (11, deep(100_000, 11), -32600, "nested too deeply"),
              (12, '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"update","arguments":{"id":"\\udfff","text":"x"}}}', -32602, "lone surrogate"),
              (13, '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":' + "[" * 400 + "]" * 400 + "}}}",
-              -32602, "prompt must be a string, got an array")]
+              -32602, "prompt must be a string, got an array"),
+             (14, '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":"tea","budget":50,"budget":500}}}',
+              -32602, 'retrieve: "budget" given twice: give each key once')]                # JSON would keep the last value silently
     for i, line, code, want in cases:
         m = r.ask(i, line)
         assert m["error"]["code"] == code and want in m["error"]["message"], (i, m)
@@ -284,6 +286,19 @@ def test_refused_at_start(tmp_path):
         p = subprocess.run(SERVE + serve_args(zero, *extra), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert p.returncode == 2 and want in p.stderr and "Traceback" not in p.stderr, (extra, p.returncode, p.stderr)
     assert zero.stat().st_size == 0
+
+def test_a_damaged_store_exits_1_as_on_the_command_line(tmp_path):
+    "A store that opens but whose contents are damaged: one line naming the damage, exit 1 (a store failure), as every `setree` command exits on it."
+    from conftest import damage_an_index_page
+    from setree.build import build_tree
+    from setree.embed import get_embedder
+    from setree.store import Store
+    db = tmp_path / "kb.db"
+    with Store(db) as st: st.save(build_tree(FACTS, embedder=get_embedder("hashing"), progress=False))
+    damage_an_index_page(db)
+    p = subprocess.run(SERVE + serve_args(db), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith("setree serve: error:") and "damaged" in lines[0], (p.returncode, p.stderr)
 
 def test_real_minilm_end_to_end(tmp_path):                                           # C-20 with the model loading, real embedder
     r = Raw(tmp_path / "kb.db", "--log-level", "info", embedder=None, env={"LANG": "C", "LC_ALL": "C"})
