@@ -539,7 +539,7 @@ def readable(d:dict, # a JSON-like mapping (stats, a pass report)
         else: lines.append(f"{' ' * indent}{k}: {word(v)}")
     return "\n".join(lines)
 
-# %% ../nbs/08_cli.ipynb #5a20c672
+# %% ../nbs/08_cli.ipynb #88fa4a89
 OUTLINE_LEGEND = ("legend: L = level of a summary (facts are level 0, shown by their id), n = facts under it, f = faithfulness: "
                   "100 × cosine of the summary and the mean of its facts (-100 to 100, higher is better), t = tokens")
 
@@ -549,13 +549,14 @@ def outline(tree, # a finalized tree
             legend:bool=True, # first line: what the bracketed fields mean (`OUTLINE_LEGEND`)
            )->str:
     "The tree as an indented outline: one line per node, `[L<level> n=<facts> f=<faithfulness> <tokens>t] text`, after a legend line."
+    from setree.cover import one_line as as_shown   # a text as a context shows it
     if tree.n_nodes == 0: return EMPTY_KB
     lines, stack = [OUTLINE_LEGEND] if legend else [], [tree.root]
     while stack:
         v = stack.pop()
         d = int(tree.depth[v])
         if depth is not None and d > depth: continue
-        txt = tree.texts[v].replace("\n", " ")
+        txt = as_shown(tree.texts[v])
         txt = txt if len(txt) <= width else txt[:width - 1] + "…"
         tag = f"fact {tree.facts[v].id}" if v < tree.n_facts else f"L{tree.level[v]} n={tree.count[v]} f={tree.faithfulness[v]}"
         lines.append(f"{'  ' * d}[{tag} {tree.tokens[v]}t] {txt}")
