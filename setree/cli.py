@@ -539,7 +539,7 @@ def readable(d:dict, # a JSON-like mapping (stats, a pass report)
         else: lines.append(f"{' ' * indent}{k}: {word(v)}")
     return "\n".join(lines)
 
-# %% ../nbs/08_cli.ipynb #5a20c672
+# %% ../nbs/08_cli.ipynb #88fa4a89
 OUTLINE_LEGEND = ("legend: L = level of a summary (facts are level 0, shown by their id), n = facts under it, f = faithfulness: "
                   "100 × cosine of the summary and the mean of its facts (-100 to 100, higher is better), t = tokens")
 
@@ -549,13 +549,14 @@ def outline(tree, # a finalized tree
             legend:bool=True, # first line: what the bracketed fields mean (`OUTLINE_LEGEND`)
            )->str:
     "The tree as an indented outline: one line per node, `[L<level> n=<facts> f=<faithfulness> <tokens>t] text`, after a legend line."
+    from setree.cover import one_line as as_shown   # a text as a context shows it
     if tree.n_nodes == 0: return EMPTY_KB
     lines, stack = [OUTLINE_LEGEND] if legend else [], [tree.root]
     while stack:
         v = stack.pop()
         d = int(tree.depth[v])
         if depth is not None and d > depth: continue
-        txt = tree.texts[v].replace("\n", " ")
+        txt = as_shown(tree.texts[v])
         txt = txt if len(txt) <= width else txt[:width - 1] + "…"
         tag = f"fact {tree.facts[v].id}" if v < tree.n_facts else f"L{tree.level[v]} n={tree.count[v]} f={tree.faithfulness[v]}"
         lines.append(f"{'  ' * d}[{tag} {tree.tokens[v]}t] {txt}")
@@ -644,21 +645,20 @@ def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
 
-# %% ../nbs/08_cli.ipynb #3b79982a
+# %% ../nbs/08_cli.ipynb #cf1d027a
 def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
-    from setree.evaluate import check_budgets, evaluate_locomo
+    from setree.evaluate import check_budgets, check_out_dir, evaluate_locomo
     try: check_budgets(args.budgets)
     except ValueError as e: raise UsageError(f"--budgets: {e}") from None
     if not Path(args.data).is_file(): raise UsageError(f"LoCoMo file not found: {args.data}")
-    out = Path(args.out)               # the folder itself may be new, its parent must exist (as for `import --out` and `build --db`)
-    if out.exists() and not out.is_dir(): raise UsageError(f"--out {args.out} exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not args.force: raise UsageError(f"--out {args.out} exists: choose another path, or add --force to overwrite it")
+    try: out = check_out_dir(args.out, args.force, "--out", "--force")   # the library's rule, in the command's words
+    except FileExistsError as e: raise UsageError(str(e)) from None
     if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
     _locomo(args.data)                 # a file that is not LoCoMo data is refused as `import locomo` refuses it, before any work
     cfg = load_config(args.config)
     log = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
-    try: rows = evaluate_locomo(args.data, budgets=args.budgets, out_dir=args.out, build_config=cfg, mode=args.mode,
+    try: rows = evaluate_locomo(args.data, budgets=args.budgets, out_dir=args.out, force=args.force, build_config=cfg, mode=args.mode,
                                 conversations=args.conversations.split(",") if args.conversations else None, log=log)
     except (ValueError, KeyError, TypeError) as e: raise UsageError(f"{args.data}: {e}") from None
     too_small = sorted({r["budget"] for r in rows if r.get("tokens", 1) == 0 and r.get("method") == "setree"})

@@ -14,8 +14,8 @@ from .core import Fact, Tree, as_facts, count_tokens
 __all__ = ['MODES', 'STOPWORDS', 'GROUPS', 'METRICS', 'Question', 'Conversation', 'split_ids', 'load_locomo', 'locomo_counts',
            'content_words', 'answer_token_recall', 'evidence_found', 'context_metrics', 'covered_facts', 'breadth',
            'CachedEmbedder', 'DenseTopK', 'HybridTopK', 'CollapsedTree', 'BM25', 'HierarchicalRelevanceSearch',
-           'SetreeCover', 'default_methods', 'evidence_ceiling', 'check_budgets', 'evaluate_locomo', 'summarize',
-           'markdown_tables', 'write_results']
+           'SetreeCover', 'default_methods', 'evidence_ceiling', 'check_budgets', 'check_out_dir', 'evaluate_locomo',
+           'summarize', 'markdown_tables', 'write_results']
 
 # %% ../nbs/reports/09_eval.ipynb #564daef9
 _SPLIT = re.compile(r"[;,\s]+")
@@ -327,7 +327,7 @@ def default_methods(embedder, # the prompt embedder shared by all methods
             "hybrid": HybridTopK(embedder, w, d), "collapsed": CollapsedTree(embedder, d),
             "hrs": HierarchicalRelevanceSearch(embedder, hrs_threshold, d)}
 
-# %% ../nbs/reports/09_eval.ipynb #2dd0807d
+# %% ../nbs/reports/09_eval.ipynb #166eaa70
 GROUPS = ("1", "2", "3", "4", "1-4", "5")
 METRICS = ("recall", "evidence_all", "answer_recall", "coverage", "breadth", "tokens")
 
@@ -365,21 +365,36 @@ def check_budgets(budgets # token budgets (count_tokens units), in the order the
     if twice: raise ValueError(f"budgets must differ: {', '.join(map(str, twice))} given more than once; got {bs}")
     return bs
 
+def check_out_dir(out_dir:str|Path, # the folder an evaluation writes into; it may not exist yet
+                  force:bool=False, # True: a folder that holds files is used anyway (an earlier run's files are overwritten)
+                  name:str="out_dir", # how the message names the folder's setting (the CLI says `--out`)
+                  flag:str="force=True", # how the message names the override (the CLI says `--force`)
+                 )->Path: # out_dir
+    """The output folder of an evaluation, checked before any work. Raises `FileExistsError` if it exists and is not a
+    folder, or holds files and `force` is off: an earlier run's results are never overwritten by accident. An empty folder is used as it is."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir(): raise FileExistsError(f"{name} {out_dir} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not force: raise FileExistsError(f"{name} {out_dir} exists: choose another path, or add {flag} to overwrite it")
+    return out
+
 def evaluate_locomo(path:str|Path, # LoCoMo JSON file
                     budgets=(256, 512, 1024, 2048), # token budgets (count_tokens units)
                     methods=None, # None: all of `default_methods`; a list of their names; or a dict name -> callable(tree, question, budget)
                     conversations=None, # None: all; or sample ids / indices to run
                     embedder=None, # None: MiniLM (`get_embedder()`); wrapped in `CachedEmbedder` unless it is one
                     out_dir:str|Path|None=None, # write rows, summary and tables here (created); None: write nothing
+                    force:bool=False, # write into an `out_dir` that holds files (an earlier run's are overwritten); False: refused
                     build_config=None, # `setree.build.Config` or a dict of its fields for `build_tree`; None: the defaults
                     mode:str="observations", # knowledge base: "observations" or "turns" (see `load_locomo`)
                     log=None, # callable(str) for progress lines, e.g. print
                     build=None, # callable(facts, embedder) -> Tree; None: `setree.build.build_tree(facts, embedder=..., config=build_config)`
                     trees:dict|None=None, # sample id -> Tree: trees found here are reused, the ones built are stored here
                    )->list[dict]: # one row per question x method x budget
-    "Run the LoCoMo evaluation end to end. Raises `ValueError` for budgets `check_budgets` refuses, unknown methods or conversations."
+    """Run the LoCoMo evaluation end to end. Raises `ValueError` for budgets `check_budgets` refuses, unknown methods or conversations,
+    and `FileExistsError` for an `out_dir` that `check_out_dir` refuses; all before any tree is built."""
     from setree.embed import get_embedder
     budgets = check_budgets(budgets)
+    if out_dir is not None: check_out_dir(out_dir, force)
     if build is None:
         from setree.build import Config, build_tree
         cfg = build_config if isinstance(build_config, Config) or build_config is None else Config.from_dict(dict(build_config))

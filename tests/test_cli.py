@@ -192,3 +192,38 @@ def test_a_damaged_store_exits_1_for_reads_and_writes_alike(tmp_path):
         assert p.returncode == 1, (argv, p.returncode, p.stderr)
         one_line_error(p)                                   # SQLite's integrity report spans lines: joined into one
         assert "damaged" in p.stderr or "malformed" in p.stderr, (argv, p.stderr)
+
+def test_eval_force_writes_into_a_used_folder(tmp_path):
+    "`eval locomo --force` passes the override to the library, which refuses a used folder on its own (`check_out_dir`)."
+    conv = {"sample_id": "conv-t", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso."},
+                          {"speaker": "Bo", "dia_id": "D1:2", "text": "I ran a marathon in Boston."}]},
+            "qa": [{"question": "What is the name of Ann's cat?", "answer": "Miso", "evidence": ["D1:1"], "category": 4}]}
+    data, out = tmp_path / "tiny.json", tmp_path / "ev"
+    data.write_text(json.dumps([conv]), encoding="utf-8")
+    out.mkdir(); (out / "summary.md").write_text("an earlier run", encoding="utf-8")
+    p = run("eval", "locomo", "--data", data, "--out", out, "--budgets", "200", "--mode", "turns", "--quiet")
+    assert p.returncode == 2 and "add --force to overwrite it" in one_line_error(p), p.stderr
+    assert (out / "summary.md").read_text(encoding="utf-8") == "an earlier run"
+    p = run("eval", "locomo", "--data", data, "--out", out, "--budgets", "200", "--mode", "turns", "--quiet", "--force")
+    assert p.returncode == 0, p.stderr
+    assert "| setree | 200 |" in (out / "summary.md").read_text(encoding="utf-8")
+    assert len(json.loads((out / "rows.json").read_text(encoding="utf-8"))) == 6   # six methods x one budget x one question
+
+def test_control_characters_show_as_spaces_in_text_output(tmp_path):
+    "A tab, a C1 control or a line separator in a fact is a space in `retrieve`'s context and `inspect`'s outline; the JSON keeps the stored text."
+    texts = ["the user\tlikes green tea", "the user\x9bwrites C++20", "the user lives\u2028near a lake", "the user grows tomatoes"]
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts), encoding="utf-8")
+    db = tmp_path / "kb.db"
+    assert run("build", facts, "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    ctx = run("retrieve", "green tea", "--db", db, "--budget", 1000)
+    assert ctx.returncode == 0, ctx.stderr
+    for out in (ctx.stdout, run("inspect", "--db", db).stdout):
+        assert not any(ch in out for ch in "\t\x9b\u2028"), repr(out)
+        for shown in ("the user likes green tea", "the user writes C++20", "the user lives near a lake"): assert shown in out, out
+    assert run("inspect", "--db", db).stdout.count("[fact ") == 4       # one line per fact
+    got = json.loads(run("retrieve", "green tea", "--db", db, "--budget", 1000, "--json").stdout)
+    assert "the user\tlikes green tea" in [it["text"] for it in got["items"]]   # stored as given
+    def texts_in(node): return [node["text"]] + [t for c in node.get("children", []) for t in texts_in(c)]
+    assert set(texts) <= set(texts_in(json.loads(run("inspect", "--db", db, "--json").stdout)))
