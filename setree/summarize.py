@@ -343,25 +343,43 @@ def prime(texts:list[str] # fact texts the process will summarize again and agai
     for t in texts: fact_phrases(t)
     _phrase_ids(list(texts))
 
-# %% ../nbs/03_summarize.ipynb #f25ac6b7
-def _approx_weights(u:np.ndarray, c:np.ndarray, bdf:np.ndarray, # (p,) phrase ids (sorted), counts in the node, background counts
-                    n:int, N:int, seen:np.ndarray|None=None, # facts in the node and in all; bool (p,) phrases whose bdf is known (None: all)
+# %% ../nbs/03_summarize.ipynb #5dbb5f46
+def _count_phrases(cat:np.ndarray # (m,) int64 phrase ids of a node's facts, fact after fact
+                  )->tuple: # (u, first, c): `np.unique(cat, return_index=True, return_counts=True)`
+    "The distinct ids (sorted), where each first occurs and how often; counted over the whole vocabulary when `cat` is long."
+    V = len(_PHRASE_KEYS)
+    if len(cat) * 32 < V: return np.unique(cat, return_index=True, return_counts=True)
+    cnt = np.bincount(cat, minlength=V); u = np.flatnonzero(cnt)
+    first = np.full(V, len(cat), np.int64); np.minimum.at(first, cat, np.arange(len(cat)))
+    return u, first[u], cnt[u]
+
+def _word_positions(u:np.ndarray # (p,) sorted distinct phrase ids of a node (with both words of each of its pairs)
+                   )->np.ndarray: # (p, 2) int64 positions in `u` of each phrase's two words; a single word: its own, twice
+    W = _PHRASE_WORDS[u]
+    W = np.where((W[:, 0] >= 0)[:, None], W, u[:, None])
+    if len(u) * 32 < len(_PHRASE_KEYS): return np.searchsorted(u, W)
+    pos = np.zeros(len(_PHRASE_KEYS), np.int64); pos[u] = np.arange(len(u))
+    return pos[W]
+
+def _approx_weights(c:np.ndarray, bdf:np.ndarray, # (p,) counts of the node's phrases (sorted ids) in the node, background counts
+                    n:int, N:int, # facts in the node and in all
+                    wpos:np.ndarray, # (p, 2) `_word_positions` of the phrases
+                    seen:np.ndarray|None=None, # bool (p,) phrases whose bdf is known (None: all)
                    )->tuple: # (approx (p,) float64, -1 where filtered or unknown; df (p,) int64; {df: log(N/df)})
     "Weights `c/n · log(N/df)` of the node's phrases before rounding; a word pair counts only where it recurs and has no common word."
     df = np.maximum(bdf, c)
-    W = _PHRASE_WORDS[u]
-    pair = W[:, 0] >= 0
+    pair = wpos[:, 0] != np.arange(len(c))
     common = df * 4 > N                                    # (for single words: max(background df, count here) in > 1/4 of all facts)
-    wpos = np.searchsorted(u, np.where(pair[:, None], W, u[:, None]))
     bad = pair & ((c < 2) | common[wpos[:, 0]] | common[wpos[:, 1]])
-    ud, inv = np.unique(df, return_inverse=True)
-    logs = {int(d): math.log(max(N, int(d)) / int(d)) for d in ud.tolist()}   # the same float as phrase_weights' math.log
-    approx = c / n * np.array([logs[d] for d in ud.tolist()])[inv.ravel()]
+    ds = np.flatnonzero(np.bincount(df))                   # the distinct counts (df >= c >= 1)
+    logs = {d: math.log(max(N, d) / d) for d in ds.tolist()}   # the same float as phrase_weights' math.log
+    table = np.zeros(int(ds[-1]) + 1 if len(ds) else 1); table[ds] = list(logs.values())
+    approx = c / n * table[df]
     approx[bad] = -1.0
     if seen is not None: approx[~seen] = -1.0
     return approx, df, logs
 
-def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:int, limit:int)->tuple:
+def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:int, limit:int, wpos:np.ndarray)->tuple:
     """Background counts of only the phrases that can rank among the `limit` best, and which ones were looked up: since df >= c,
     no phrase weighs more than `c/n · log(N/c)`; phrases are looked up by that bound, best first, until no other can reach the
     `limit`-th weight found (a margin of 2e-9 over the candidates' 1e-9). Most of a large node's phrases occur once and are skipped."""
@@ -369,7 +387,6 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
     bdf, seen = np.zeros(len(u), np.int64), np.zeros(len(u), bool)
     ub = c / n * np.log(N / c)
     rank = np.argsort(-ub, kind="stable")
-    W = _PHRASE_WORDS[u]; wpos = np.searchsorted(u, np.where((W[:, 0] >= 0)[:, None], W, u[:, None]))
     k, step = 0, 8 * limit
     while k < len(u):
         take = rank[k:k + step]; k += len(take); step *= 2
@@ -377,7 +394,7 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
         need = need[~seen[need]]
         bdf[need] = np.fromiter((get(keys[i], 0) for i in u[need].tolist()), np.int64, len(need)); seen[need] = True
         if k < len(u):
-            a = _approx_weights(u, c, bdf, n, N, seen)[0]; a = a[a > 0]
+            a = _approx_weights(c, bdf, n, N, wpos, seen)[0]; a = a[a > 0]
             if len(a) >= limit and ub[rank[k]] < np.partition(a, len(a) - limit)[len(a) - limit] - 2e-9: break
     return bdf, seen
 
@@ -394,11 +411,11 @@ def top_phrases(texts:list[str], # the node's facts, most central first
     lens = np.fromiter(map(len, ids), np.int64, n)
     if not lens.sum(): return []
     cat = np.concatenate(ids); fpos = np.repeat(np.arange(n), lens)
-    u, first, c = np.unique(cat, return_index=True, return_counts=True)
-    keys = _PHRASE_KEYS
+    u, first, c = _count_phrases(cat)
+    keys, wpos = _PHRASE_KEYS, _word_positions(u)
     if background is None: N, bdf, seen = n, c, None
-    else: N = max(background.n, n); bdf, seen = _background_df(background, u, c, n, N, limit)
-    approx, df, logs = _approx_weights(u, c, bdf, n, N, seen)
+    else: N = max(background.n, n); bdf, seen = _background_df(background, u, c, n, N, limit, wpos)
+    approx, df, logs = _approx_weights(c, bdf, n, N, wpos, seen)
     ok = np.flatnonzero(approx > 0)
     if not len(ok): return []
     if len(ok) > limit:   # candidates: every phrase that can still rank among the best after rounding to 1e-12
