@@ -265,25 +265,33 @@ def keyphrases(texts:list[str], # the node's facts, most central first
                 if groups is not None: break
     return ", ".join(chosen)
 
-# %% ../nbs/03_summarize.ipynb #2fe7a48c
-_PHRASE_ID: dict = {}          # phrase key -> id (process-wide vocabulary of `fact_phrases` keys)
-_PHRASE_KEYS: list = []        # id -> phrase key
+# %% ../nbs/03_summarize.ipynb #f8ca5aae
+_PHRASE_ID: dict = {}          # word key -> id (process-wide vocabulary of `fact_phrases` keys; a pair is found by its words, _PAIR_ID)
+_PHRASE_KEYS: list = []        # id -> phrase key; None for a pair until `_key` spells it
 _PHRASE_WORDS = np.full((1024, 2), -1, np.int64)   # id -> ids of the two words of a word pair; (-1, -1) for a single word
 _WORD_ID: dict = {}            # word as written -> id of its key; -1 for a word that is no phrase (and for '')
 _PAIR_ID: dict = {}            # (id of word a) << 32 | (id of word b) -> id of the pair "a b"
 
-def _new_phrases(keys:list, # phrase keys not in the vocabulary yet
+def _new_phrases(keys:list, # word keys not in the vocabulary yet; or None for each new pair
                  words:np.ndarray, # (len(keys), 2) int64 ids of each pair's words; -1 for a single word
                 )->int: # the id of keys[0]; the others follow
     global _PHRASE_WORDS
     i0, i1 = len(_PHRASE_KEYS), len(_PHRASE_KEYS) + len(keys)
-    _PHRASE_KEYS.extend(keys); _PHRASE_ID.update(zip(keys, range(i0, i1)))
+    _PHRASE_KEYS.extend(keys)
+    if keys[0] is not None: _PHRASE_ID.update(zip(keys, range(i0, i1)))
     if i1 > len(_PHRASE_WORDS):
         grown = np.full((max(2 * len(_PHRASE_WORDS), i1), 2), -1, np.int64); grown[:i0] = _PHRASE_WORDS[:i0]; _PHRASE_WORDS = grown
     _PHRASE_WORDS[i0:i1] = words
     return i0
 
-# %% ../nbs/03_summarize.ipynb #980661a2
+def _key(i:int)->str:
+    "The phrase key of id `i` (a pair's is spelt from its words the first time it is asked for)."
+    k = _PHRASE_KEYS[i]
+    if k is None:
+        a, b = _PHRASE_WORDS[i].tolist(); k = _PHRASE_KEYS[i] = _PHRASE_KEYS[a] + " " + _PHRASE_KEYS[b]
+    return k
+
+# %% ../nbs/03_summarize.ipynb #eda7b953
 def _word_ids(words:list[str] # words as `_TOKEN.findall` returns them
              )->np.ndarray: # (len(words),) int64 id of each word's key, -1 where it is no phrase
     new = sorted(set(words).difference(_WORD_ID))                          # (sorted: the same ids in every process)
@@ -302,7 +310,7 @@ def _pair_ids(a:np.ndarray, b:np.ndarray # (m,) int64 ids of the first and the s
     if miss.any():
         new, inv = np.unique(codes[miss], return_inverse=True)
         x, y = new >> 32, new & 0xFFFFFFFF
-        i0 = _new_phrases([_PHRASE_KEYS[i] + " " + _PHRASE_KEYS[j] for i, j in zip(x.tolist(), y.tolist())], np.stack([x, y], 1))
+        i0 = _new_phrases([None] * len(new), np.stack([x, y], 1))
         _PAIR_ID.update(zip(new.tolist(), range(i0, i0 + len(new))))
         got[miss] = i0 + inv.ravel()
     return got
@@ -344,7 +352,7 @@ def prime(texts:list[str] # fact texts the process will summarize again and agai
     for t in texts: fact_phrases(t)
     _phrase_ids(list(texts))
 
-# %% ../nbs/03_summarize.ipynb #f52e8f9a
+# %% ../nbs/03_summarize.ipynb #91859be6
 def _count_phrases(cat:np.ndarray # (m,) int64 phrase ids of a node's facts, fact after fact
                   )->tuple: # (u, first, c): `np.unique(cat, return_index=True, return_counts=True)`
     "The distinct ids (sorted), where each first occurs and how often; counted over the whole vocabulary when `cat` is long."
@@ -384,7 +392,7 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
     """Background counts of only the phrases that can rank among the `limit` best, and which ones were looked up: since df >= c,
     no phrase weighs more than `c/n · log(N/c)`; phrases are looked up by that bound, best first, until no other can reach the
     `limit`-th weight found (a margin of 2e-9 over the candidates' 1e-9). Most of a large node's phrases occur once and are skipped."""
-    get, keys = background.df.get, _PHRASE_KEYS
+    get = background.df.get
     bdf, seen = np.zeros(len(u), np.int64), np.zeros(len(u), bool)
     ub = c / n * np.log(N / c)
     rank = np.argsort(-ub, kind="stable")
@@ -393,7 +401,7 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
         take = rank[k:k + step]; k += len(take); step *= 2
         need = np.unique(np.concatenate([take, wpos[take].ravel()]))   # with the words of the pairs (whether a word is common)
         need = need[~seen[need]]
-        bdf[need] = np.fromiter((get(keys[i], 0) for i in u[need].tolist()), np.int64, len(need)); seen[need] = True
+        bdf[need] = np.fromiter(map(get, map(_key, u[need].tolist()), repeat(0)), np.int64, len(need)); seen[need] = True
         if k < len(u):
             a = _approx_weights(c, bdf, n, N, wpos, seen)[0]; a = a[a > 0]
             if len(a) >= limit and ub[rank[k]] < np.partition(a, len(a) - limit)[len(a) - limit] - 2e-9: break
@@ -413,7 +421,7 @@ def top_phrases(texts:list[str], # the node's facts, most central first
     if not lens.sum(): return []
     cat = np.concatenate(ids); fpos = np.repeat(np.arange(n), lens)
     u, first, c = _count_phrases(cat)
-    keys, wpos = _PHRASE_KEYS, _word_positions(u)
+    wpos = _word_positions(u)
     if background is None: N, bdf, seen = n, c, None
     else: N = max(background.n, n); bdf, seen = _background_df(background, u, c, n, N, limit, wpos)
     approx, df, logs = _approx_weights(c, bdf, n, N, wpos, seen)
@@ -435,7 +443,7 @@ def top_phrases(texts:list[str], # the node's facts, most central first
     res = []
     for (w, fi, j), a, b in zip(out, bounds[0].tolist(), bounds[1].tolist()):
         f = int(fpos[fi]); surf = fact_phrases(texts[f])[fi - int(starts[f])][1]
-        res.append((w, keys[int(u[j])], surf, hf[a:b].tolist()))
+        res.append((w, _key(int(u[j])), surf, hf[a:b].tolist()))
     return res
 
 # %% ../nbs/03_summarize.ipynb #3dcfb3ca
