@@ -11,8 +11,8 @@ import numpy as np
 from .core import MAX_MODEL_TOKENS, is_blank, patch, wordpiece_tokenizer
 
 # %% auto #0
-__all__ = ['MINILM_SHA256', 'MINILM_DIM', 'check_texts', 'default_model_path', 'Embedder', 'MiniLMEmbedder', 'HashingEmbedder',
-           'get_embedder', 'MemoEmbedder']
+__all__ = ['MINILM_SHA256', 'MINILM_DIM', 'check_texts', 'default_model_path', 'Embedder', 'available_cores', 'MiniLMEmbedder',
+           'HashingEmbedder', 'get_embedder', 'MemoEmbedder']
 
 # %% ../nbs/01_embed.ipynb #75640dba
 def check_texts(texts # a list of strings
@@ -46,12 +46,18 @@ class Embedder:
     "What the embedders share: `embed_with_flags`, `embed` and `embed_query` (below), over each one's own forward pass `_run(texts, kind)`."
     dim: int  # embedding dimension d
 
-# %% ../nbs/01_embed.ipynb #b1e2f4fc
+# %% ../nbs/01_embed.ipynb #f373a15a
+def available_cores()->int:
+    "Cores this process may run on: the size of its CPU affinity set where the system reports one (Linux), else `os.cpu_count()`; at least 1."
+    try: return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError): return os.cpu_count() or 1
+
+# %% ../nbs/01_embed.ipynb #cdbb9778
 class MiniLMEmbedder(Embedder):
     "Sentence embeddings from all-MiniLM-L6-v2 (or another ONNX sentence model) over onnxruntime; unit rows, float32."
     def __init__(self,
                  model_dir:str|Path|None=None, # directory with model.onnx + vocab.txt|tokenizer.json; default `$SETREE_MODEL_DIR`, else the bundled MiniLM
-                 threads:int|None=None, # intra-op threads for batches (default: all cores)
+                 threads:int|None=None, # intra-op threads for batches (default: `available_cores()`, the cores this process may run on)
                  query_threads:int=1, # intra-op threads for `embed_query`
                  batch_size:int=64, # texts per onnxruntime call
                  max_tokens:int=MAX_MODEL_TOKENS, # truncation length incl. [CLS]/[SEP]
@@ -67,7 +73,7 @@ class MiniLMEmbedder(Embedder):
             self.tokenizer_path = next((c for c in cands if c.is_file()), None)
             if self.tokenizer_path is None: raise FileNotFoundError(f"{d} has neither tokenizer.json nor vocab.txt")
         if not self.model_path.is_file(): raise FileNotFoundError(f"model weights not found: {self.model_path}")
-        self.threads, self.query_threads = threads or os.cpu_count() or 1, query_threads
+        self.threads, self.query_threads = threads or available_cores(), query_threads
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self._lock, self._sessions, self._tok, self._sha, self._dim = threading.Lock(), {}, None, None, None
 
