@@ -13,9 +13,9 @@ from .core import ClusterLevel, Fact, Tree, _ChildLists, as_facts, check_tree, c
 from .fidelity import finalize
 
 # %% auto #0
-__all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'FACT_ARRAYS', 'DERIVED_FIELDS', 'StoreError', 'EmbedderMismatch',
-           'StoreBusy', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree', 'tree_diff',
-           'synthetic_tree']
+__all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'FACT_ARRAYS', 'DERIVED_FIELDS', 'StoreError',
+           'EmbedderMismatch', 'StoreBusy', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree',
+           'tree_diff', 'synthetic_tree']
 
 # %% ../nbs/07_store.ipynb #adcbbb82
 def _seconds(v, name:str)->float:
@@ -40,10 +40,11 @@ class StoreBusy(StoreError):
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
 
-# %% ../nbs/07_store.ipynb #dc31ce2d
+# %% ../nbs/07_store.ipynb #500496a7
 SCHEMA_VERSION = 2      # bumped whenever the table layout changes; a store with a larger number is refused
 FORMAT = "setree"       # value of meta.format: tells a setree store from any other SQLite file
 CHUNK_BYTES = 1 << 25   # whole-array blobs (the derived arrays) are cut into chunks of at most 32 MiB
+WAL_PAGES = 16384       # a writer checkpoints the write-ahead log once it holds this many pages (64 MiB at SQLite's 4 KiB pages; see `Store`)
 FACT_ARRAYS: dict = {}  # per-fact ragged arrays persisted with the tree: Tree attribute name -> numpy dtype (see `register_fact_array`)
 
 _SCHEMA = """
@@ -255,7 +256,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #be6516d6
+# %% ../nbs/07_store.ipynb #a37df46d
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -353,6 +354,7 @@ class Store:
         if missing: raise StoreError(f"{self.path}: damaged setree store, missing table(s) {sorted(missing)}")
         if not self.readonly:
             con.execute("PRAGMA journal_mode=WAL")   # only once we know the file is ours
+            con.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}")
             if version == 1: self._upgrade()
 
     def close(self):
@@ -663,7 +665,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #89a709db
+# %% ../nbs/07_store.ipynb #0d3d02ba
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -744,7 +746,12 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
         con.execute("DELETE FROM queue WHERE seq <= ?", (upto,))
         _write_meta(con, tree, K, {"applied_seq": str(upto), "last_pass": _dumps({**report, "rows": out}, "pass report")})
         return out
-    out = self._txn(write, write=True)
+    lazy = not full and not report.get("forgotten") and not report.get("updated")   # (see above: only inserts may be redone after a power loss)
+    with self._lock:
+        if lazy: self.con.execute("PRAGMA synchronous = NORMAL")
+        try: out = self._txn(write, write=True)
+        finally:
+            if lazy: self.con.execute("PRAGMA synchronous = FULL")
     tree._generation = getattr(base, "_generation", 0) + 1
     return out
 
