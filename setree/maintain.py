@@ -250,7 +250,7 @@ def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
 
-# %% ../nbs/07b_maintain.ipynb #2b195cb7
+# %% ../nbs/07b_maintain.ipynb #4a6547e4
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -262,6 +262,7 @@ class _Plan:
     counts: dict = field(default_factory=dict)  # inserted, forgotten, updated
     norms: dict = None   # {normalized text: id} of `facts` (the next pass starts from it)
     ids: frozenset = None  # the ids of `facts`, when known (the next pass starts from it)
+    prefix: int = None     # when known: how many leading facts are the committed Fact objects at their committed positions (`_same_prefix`)
 
 def _norm_ids(tree:Tree)->dict:
     "A fresh copy of {normalized text: fact id} of `tree`'s facts; computed once per tree and then carried from pass to pass."
@@ -280,7 +281,7 @@ def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
             new.append(Fact(d["id"], d["text"], d.get("meta") or {})); ids.add(d["id"]); norms[n] = d["id"]
     N, k = base.n_facts, len(new)
     return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
-                 set(), False, dict(inserted=k, forgotten=0, updated=0), norms, base._ids | ids)
+                 set(), False, dict(inserted=k, forgotten=0, updated=0), norms, base._ids | ids, N)   # (keys ascending: every committed fact in place)
 
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
@@ -688,7 +689,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #12d091ef
+# %% ../nbs/07b_maintain.ipynb #46243226
 def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray):
     "`dst[where] = src[idx]` (`where` bool, `idx` positions); one slice copy when both are a single run (a pass that only inserts)."
     w = np.flatnonzero(where)
@@ -702,7 +703,7 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     Kb = np.asarray(base._keys, np.int64); N = len(plan.facts)
     pos = np.where(plan.keys >= 0, _align(Kb[:base.n_facts], plan.keys), -1)
     keep = (pos >= 0) & ~plan.changed
-    L = _same_prefix(pos, plan.facts, base.facts)   # the leading facts kept in place (their rows of any per-node array are the committed ones)
+    L = plan.prefix if plan.prefix is not None else _same_prefix(pos, plan.facts, base.facts)   # the leading facts kept in place (their rows of any per-node array are the committed ones)
     spare = base.n_nodes - base.n_facts + 64   # rows for the internal nodes: the new tree's `emb` extends this buffer (see `assemble`)
     buf, v = _pool_of(base).take(base, "emb", N + spare, base.emb, L)
     E = buf[:N]; tok = np.zeros(N, np.int64); tr = np.zeros(N, bool)
