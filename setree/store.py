@@ -13,7 +13,7 @@ from .core import ClusterLevel, Fact, Tree, _ChildLists, as_facts, check_tree, c
 from .fidelity import finalize
 
 # %% auto #0
-__all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'FACT_ARRAYS', 'DERIVED_FIELDS', 'StoreError',
+__all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS', 'DERIVED_FIELDS', 'StoreError',
            'EmbedderMismatch', 'StoreBusy', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree',
            'tree_diff', 'synthetic_tree']
 
@@ -40,11 +40,12 @@ class StoreBusy(StoreError):
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
 
-# %% ../nbs/07_store.ipynb #500496a7
+# %% ../nbs/07_store.ipynb #f99026b6
 SCHEMA_VERSION = 2      # bumped whenever the table layout changes; a store with a larger number is refused
 FORMAT = "setree"       # value of meta.format: tells a setree store from any other SQLite file
 CHUNK_BYTES = 1 << 25   # whole-array blobs (the derived arrays) are cut into chunks of at most 32 MiB
 WAL_PAGES = 16384       # a writer checkpoints the write-ahead log once it holds this many pages (64 MiB at SQLite's 4 KiB pages; see `Store`)
+CACHE_KIB = 65536       # a writer's SQLite page cache, KiB (SQLite's default: 2,000; see `Store`)
 FACT_ARRAYS: dict = {}  # per-fact ragged arrays persisted with the tree: Tree attribute name -> numpy dtype (see `register_fact_array`)
 
 _SCHEMA = """
@@ -256,7 +257,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #a37df46d
+# %% ../nbs/07_store.ipynb #862068eb
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -354,7 +355,7 @@ class Store:
         if missing: raise StoreError(f"{self.path}: damaged setree store, missing table(s) {sorted(missing)}")
         if not self.readonly:
             con.execute("PRAGMA journal_mode=WAL")   # only once we know the file is ours
-            con.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}")
+            con.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}"); con.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             if version == 1: self._upgrade()
 
     def close(self):
