@@ -774,7 +774,7 @@ def _pool_of(base:Tree)->_Pool:
     if getattr(base, "_pool", None) is None: base._pool = _Pool()
     return base._pool
 
-# %% ../nbs/07b_maintain.ipynb #c154e91c
+# %% ../nbs/07b_maintain.ipynb #1fb905d8
 @dataclass
 class _Grow:
     "What the levels of a pass decided, in row keys."
@@ -791,7 +791,8 @@ class _Grow:
 
 def _groups(comm:np.ndarray)->tuple:
     "Labels -> (distinct labels u, label index of each member, member order o, bounds b): group i is o[b[i]:b[i+1]]."
-    comm = np.asarray(comm).ravel(); o = np.argsort(comm, kind="stable"); s = comm[o]   # (one stable sort: the order of the labels' ranks)
+    from setree.store import _stable_argsort
+    comm = np.asarray(comm).ravel(); o = _stable_argsort(comm); s = comm[o]   # (one stable sort: the order of the labels' ranks)
     first = np.r_[True, s[1:] != s[:-1]] if len(s) else np.zeros(0, bool)
     inv = np.empty(len(comm), np.int64); inv[o] = np.cumsum(first) - 1
     return s[first], inv, o, np.r_[np.flatnonzero(first), len(s)]
