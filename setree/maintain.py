@@ -1028,7 +1028,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
         out.append(_canonical_level(lv))
     return out, [d.get("redo") for d in lvls]
 
-# %% ../nbs/07b_maintain.ipynb #4894febb
+# %% ../nbs/07b_maintain.ipynb #899ed811
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
     "(M,) bool: the seeds and every ancestor of one."
     out = seeds.copy(); cur = np.flatnonzero(seeds)
@@ -1076,9 +1076,10 @@ def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->T
     same[same] &= base.depth[ob[same]] == depth[same]
     bp = np.where(same, base.parent[np.maximum(ob, 0)], -1)
     same &= np.where(parent >= 0, bp == np.where(parent >= 0, ob[np.maximum(parent, 0)], -1), bp == -1)
-    stable = same.copy()
-    for _ in range(int(depth.max(initial=0)) + 1):   # a path is stable when every node on it is
-        stable = same & np.where(parent >= 0, stable[np.maximum(parent, 0)], True)
+    stable = same.copy()   # a path is stable when every node on it is: settled level by level from the root down (a parent is a level above)
+    lev = np.asarray(tree.level); cut = np.r_[0, N, N + np.flatnonzero(np.diff(lev[N:]) != 0) + 1, M] if M > N else np.r_[0, M]
+    for a, b in zip(cut[:-1][::-1].tolist(), cut[1:][::-1].tolist()):   # (internal nodes are numbered level by level: each level one run)
+        p = parent[a:b]; stable[a:b] = same[a:b] & np.where(p >= 0, stable[np.maximum(p, 0)], True)
     proj = np.zeros((N, D), np.float32)
     bpos = np.empty(base.n_facts, np.int64); bpos[base.order] = np.arange(base.n_facts)
     fo = ob[order]; rows = np.flatnonzero(stable[order] & (fo >= 0))
