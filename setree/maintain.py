@@ -388,15 +388,15 @@ class _gc_paused:
     def __exit__(self, *exc):
         if self.was: gc.enable()
 
-# %% ../nbs/07b_maintain.ipynb #952668ef
+# %% ../nbs/07b_maintain.ipynb #c889df2c
 def carry_terms(base:Tree, # the committed tree
                 tree:Tree, # the pass's new tree
                )->list[np.ndarray]: # `Tree.terms` of `tree`: the lexical (BM25) term ids of each of its facts
     "Lexical terms for a pass's tree: a fact whose id and text are unchanged keeps its terms; only new or changed texts are tokenized."
     from setree.lexical import term_ids
-    from setree.store import _align
+    from setree.store import _key_index
     N, Nb = tree.n_facts, base.n_facts
-    pos = _align(np.asarray(base._keys, np.int64)[:Nb], np.asarray(tree._keys, np.int64)[:N]) if base.terms is not None else np.full(N, -1)
+    pos = _key_index(base)(np.asarray(tree._keys, np.int64)[:N]) if base.terms is not None else np.full(N, -1); pos[pos >= Nb] = -1
     bf, tf = base.facts, tree.facts   # a kept row key is the same fact, unless its text changed (a pass reuses the committed Fact objects)
     L = _prefix(tree, base, pos)      # the leading facts that are the committed ones, in place: their terms as they are
     same = [p >= 0 and (bf[p] is f or (bf[p].id, bf[p].text) == (f.id, f.text)) for p, f in zip(pos[L:].tolist(), tf[L:])]
@@ -537,7 +537,7 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #7f850bbf
+# %% ../nbs/07b_maintain.ipynb #9f7081b5
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
@@ -561,8 +561,8 @@ class _Sums:
     "Leaf sums S_v of members, looked up when needed: a fact's embedding, a committed node's `leaf_sum`, or a sum this pass computed."
     def __init__(self, facts:_Members, base:Tree, Kb:np.ndarray): self.facts, self.base, self.Kb, self.new, self._ix = facts, base, Kb, {}, None
     def get(self, keys:np.ndarray)->np.ndarray: # (len(keys), d) float64
-        from setree.store import _KeyIndex
-        if self._ix is None: self._ix = _KeyIndex(self.facts.keys), _KeyIndex(self.Kb)   # (made once: a pass looks up a few keys per changed node)
+        from setree.store import _KeyIndex, _key_index
+        if self._ix is None: self._ix = _KeyIndex(self.facts.keys), _key_index(self.base)   # (made once: a pass looks up a few keys per changed node)
         out = np.empty((len(keys), self.facts.C.shape[1]), np.float64)
         f, b = self._ix[0](keys), self._ix[1](keys)
         for i, k in enumerate(keys.tolist()):
@@ -689,7 +689,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #46243226
+# %% ../nbs/07b_maintain.ipynb #38c64725
 def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray):
     "`dst[where] = src[idx]` (`where` bool, `idx` positions); one slice copy when both are a single run (a pass that only inserts)."
     w = np.flatnonzero(where)
@@ -699,9 +699,9 @@ def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray)
 def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     "Level-0 members (the facts) with their vectors: the committed ones reused, the new and changed ones embedded."
     from setree.cluster import _unit
-    from setree.store import _align
-    Kb = np.asarray(base._keys, np.int64); N = len(plan.facts)
-    pos = np.where(plan.keys >= 0, _align(Kb[:base.n_facts], plan.keys), -1)
+    from setree.store import _align, _key_index
+    N = len(plan.facts)
+    pos = _key_index(base)(plan.keys); pos[(plan.keys < 0) | (pos >= base.n_facts)] = -1   # (positions among the committed facts)
     keep = (pos >= 0) & ~plan.changed
     L = plan.prefix if plan.prefix is not None else _same_prefix(pos, plan.facts, base.facts)   # the leading facts kept in place (their rows of any per-node array are the committed ones)
     spare = base.n_nodes - base.n_facts + 64   # rows for the internal nodes: the new tree's `emb` extends this buffer (see `assemble`)
@@ -939,7 +939,7 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
         m = _next_members(m, grp, old_next, sums, l, config.summary_tokens); l += 1
     return facts, tr, fchg, st, next_key
 
-# %% ../nbs/07b_maintain.ipynb #206efffb
+# %% ../nbs/07b_maintain.ipynb #98ca82e3
 def _ancestors(tree:Tree, nodes)->set:
     "Every proper ancestor of the given node numbers."
     out, cur = set(), {int(v) for v in nodes}
@@ -958,7 +958,7 @@ def _extend_rows(E:np.ndarray, M:int)->np.ndarray:
 def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:str, config)->tuple[Tree, np.ndarray, np.ndarray]:
     """The new tree from the decided structure: kept nodes carry their committed summary. Returns (tree, needs, kept):
     needs[v] where a summary must be written, kept[v] where a committed summary is reused."""
-    from setree.store import _align, _children_of, _parent_keys
+    from setree.store import _KeyIndex, _align, _children_of, _key_index, _parent_keys
     Kb = np.asarray(base._keys, np.int64); bpk = _parent_keys(base, Kb)
     nk = np.fromiter(st.nodes.keys(), np.int64, len(st.nodes))
     nl = np.fromiter((v[0] for v in st.nodes.values()), np.int64, len(st.nodes))
@@ -968,13 +968,13 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
         nk, nl, nkept = np.r_[nk, Kb[up]], np.r_[nl, base.level[up]], np.r_[nkept, np.ones(len(up), bool)]
     o = np.lexsort((nk, nl)); ik, il = nk[o], nl[o]
     K = np.concatenate([facts.keys, ik]); N, M = len(facts.keys), len(facts.keys) + len(ik)
-    ob = _align(Kb, K)
+    ob, kix = _key_index(base)(K), _KeyIndex(K)   # (kix: the new tree's index, kept on it below)
     pk = np.where(ob >= 0, bpk[np.maximum(ob, 0)], -2)
     if st.links:   # (reversed: a key's last entry is found first, as a dict would keep it)
         ck, cv = (np.concatenate([x[i] for x in st.links]).astype(np.int64)[::-1] for i in (0, 1))
         j = _align(ck, K); hit = j >= 0; pk[hit] = cv[j[hit]]
     if (pk == -2).any() or (pk == -1).sum() != 1: raise RuntimeError(f"maintenance pass built a broken structure ({int((pk == -1).sum())} roots)")
-    parent = np.where(pk >= 0, _align(K, pk), -1)
+    parent = np.where(pk >= 0, kix(pk), -1)
     kept = np.zeros(M, bool); kept[N:] = nkept[o]; kept &= ob >= 0
     ki = np.flatnonzero(kept)
     L = facts.prefix if facts.prefix is not None else _same_prefix(ob[:N], plan.facts, base.facts)   # the leading facts that are the committed ones, at their committed numbers
@@ -989,7 +989,7 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
     if len(ki):   # committed quotes, as fact numbers of the new tree; a summary that quoted a fact now gone is written anew
         bq = [np.asarray(base.quotes[j], np.int64) for j in ob[ki].tolist()]
         lens = np.fromiter(map(len, bq), np.int64, len(bq)); flat = np.concatenate(bq) if lens.sum() else np.zeros(0, np.int64)
-        mapped = _align(K, Kb[flat]) if len(flat) else flat
+        mapped = kix(Kb[flat]) if len(flat) else flat
         seg = np.repeat(np.arange(len(ki)), lens); gone = np.bincount(seg[mapped < 0], minlength=len(ki)) > 0
         needs[ki[gone]] = True
         if np.array_equal(mapped, flat) and not (np.diff(flat) < 0)[np.diff(seg) == 0].any(): qs = bq   # same numbers, each list ascending: as they are
@@ -998,14 +998,14 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
             if not g: quotes[v] = q
     t = Tree(facts=list(plan.facts), texts=texts, parent=parent, children=_children_of(parent), level=np.r_[np.zeros(N, np.int64), il].astype(np.int64),
              tokens=tokens, emb=emb, summarizer=summ, quotes=quotes, truncated=tr, config=config.to_dict(), embedder_id=embedder_id)
-    t._keys, t._prefix = K, L   # (`_prefix`: read by `update_fidelity` and `carry_terms`)
+    t._keys, t._prefix, t._kix = K, L, (K, kix)   # (`_prefix`: read by `update_fidelity` and `carry_terms`; `_kix`: `setree.store._key_index`)
     # an ancestor of a forgotten or changed fact whose summary may carry its wording is written anew
     if plan.gone:
         gone_nums = [i for i, f in enumerate(base.facts) if f.id in plan.gone]
         gone_texts = [base.facts[i].text for i in gone_nums]
         anc = np.array(sorted(_ancestors(base, gone_nums)), np.int64)
         if len(anc):
-            for a, j in zip(anc.tolist(), _align(K, Kb[anc]).tolist()):
+            for a, j in zip(anc.tolist(), kix(Kb[anc]).tolist()):
                 if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
     return t, needs, kept
 
@@ -1119,7 +1119,7 @@ def update_line_tokens(tree:Tree, # the pass's new tree
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #2f2154e4
+# %% ../nbs/07b_maintain.ipynb #21e09940
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -1129,11 +1129,11 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     "The maintenance pass proper (see the steps above)."
     from setree.build import summarize_tree
     from setree.fidelity import compute_order
-    from setree.store import _align
+    from setree.store import _key_index
     facts, tr, fchg, st, next_key = grow_levels(base, plan, embedder, config, next_key)
     tree, needs, kept = assemble(base, plan, facts, tr, st, embedder.identity, config)
     N, M = tree.n_facts, tree.n_nodes
-    ob = _align(np.asarray(base._keys, np.int64), tree._keys)
+    ob = _key_index(base)(tree._keys)
     seeds = np.zeros(M, bool); seeds[:N] = fchg; seeds[N:] = ~kept[N:]
     dirty = _seeds_up(tree, seeds)
     update_fidelity(tree, base, ob, dirty, needs)

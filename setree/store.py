@@ -675,7 +675,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #0d3d02ba
+# %% ../nbs/07_store.ipynb #66a7c5bf
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -729,7 +729,7 @@ def _pass_changes(base:Tree, tree:Tree, dirty, dirty_facts, full:bool)->tuple:
     when the pass says which (the others are the committed ones, checked when they were written); else (None, None)."""
     N, M = len(tree.facts), len(tree.texts)
     if full or getattr(base, "_keys", None) is None or np.shape(dirty) != (M,) or np.shape(dirty_facts) != (N,): return None, None
-    new = _align(_keys_of(base), _keys_of(tree)) < 0
+    new = _key_index(base)(_keys_of(tree)) < 0
     return np.asarray(dirty, bool) | new, np.asarray(dirty_facts, bool) | new[:N]
 
 @patch
@@ -800,7 +800,7 @@ def phrase_stats(self:Store, generation:int # the generation of the tree the cou
         return int(m["phrases_n"]), dict(con.execute("SELECT k, df FROM phrases"))
     return self._txn(read, write=False)
 
-# %% ../nbs/07_store.ipynb #5db5e264
+# %% ../nbs/07_store.ipynb #895d2620
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
@@ -822,6 +822,12 @@ class _KeyIndex:
         i = np.minimum(np.searchsorted(self.s, Kn), len(self.s) - 1)
         return np.where(self.s[i] == Kn, self.o[i], -1)
 
+def _key_index(t:Tree)->_KeyIndex:
+    "`_KeyIndex` of the row keys of `t` (`_keys_of`), made once per tree: a maintenance pass looks keys up in the committed tree's, and in its new tree's, a dozen times."
+    K, c = _keys_of(t), getattr(t, "_kix", None)
+    if c is None or c[0] is not K: c = t._kix = (K, _KeyIndex(K))
+    return c[1]
+
 def _missing(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     "The keys of `Ko` that are not in `Kn`, ascending (`np.setdiff1d` of row keys through `_align`'s lookup table, without sorting the whole arrays)."
     Ko = np.asarray(Ko, np.int64)
@@ -833,7 +839,7 @@ def _parent_keys(t:Tree, K:np.ndarray)->np.ndarray:
 
 def _changed_nodes(old:Tree, Ko, new:Tree, Kn, dirty)->np.ndarray:
     "(M_new,) bool: node rows of `new` that differ from the stored row of the same key (all of them when unknown)."
-    pos = _align(Ko, Kn); ch = pos < 0
+    pos = _key_index(old)(Kn); ch = pos < 0   # (Ko: the keys of `old`)
     f = np.flatnonzero(~ch); p = pos[f]
     if _layout(old)["fields"] != _layout(new)["fields"]: return np.ones(len(Kn), bool)
     ch[f] |= np.asarray(old.level)[p] != np.asarray(new.level)[f]
@@ -851,7 +857,7 @@ def _changed_nodes(old:Tree, Ko, new:Tree, Kn, dirty)->np.ndarray:
     return ch
 
 def _changed_facts(old:Tree, Ko, new:Tree, Kn, dirty_facts)->np.ndarray:
-    N = len(new.facts); pos = _align(Ko[:len(old.facts)], Kn[:N]); ch = pos < 0
+    N = len(new.facts); pos = _key_index(old)(Kn[:N]); pos[pos >= len(old.facts)] = -1; ch = pos < 0   # (Ko: the keys of `old`)
     if dirty_facts is not None: return ch | dirty_facts
     for i, j in enumerate(pos.tolist()):
         if j >= 0:
@@ -884,7 +890,7 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
 def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_members=None)->dict:
     "Write only the rows in which `new` differs from the stored `old` (rows matched by key). Returns rows written per table."
     Ko, Kn = _keys_of(old), _keys_of(new)
-    gone = _missing(Ko, Kn)
+    gone = np.unique(Ko[_key_index(new)(Ko) < 0])   # (`_missing`, through the new tree's index)
     out = {"deleted": int(len(gone))}
     if len(gone):
         g = [(int(k),) for k in gone]
