@@ -250,7 +250,7 @@ def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
 
-# %% ../nbs/07b_maintain.ipynb #2b195cb7
+# %% ../nbs/07b_maintain.ipynb #4a6547e4
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -262,6 +262,7 @@ class _Plan:
     counts: dict = field(default_factory=dict)  # inserted, forgotten, updated
     norms: dict = None   # {normalized text: id} of `facts` (the next pass starts from it)
     ids: frozenset = None  # the ids of `facts`, when known (the next pass starts from it)
+    prefix: int = None     # when known: how many leading facts are the committed Fact objects at their committed positions (`_same_prefix`)
 
 def _norm_ids(tree:Tree)->dict:
     "A fresh copy of {normalized text: fact id} of `tree`'s facts; computed once per tree and then carried from pass to pass."
@@ -280,7 +281,7 @@ def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
             new.append(Fact(d["id"], d["text"], d.get("meta") or {})); ids.add(d["id"]); norms[n] = d["id"]
     N, k = base.n_facts, len(new)
     return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
-                 set(), False, dict(inserted=k, forgotten=0, updated=0), norms, base._ids | ids)
+                 set(), False, dict(inserted=k, forgotten=0, updated=0), norms, base._ids | ids, N)   # (keys ascending: every committed fact in place)
 
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
@@ -387,15 +388,15 @@ class _gc_paused:
     def __exit__(self, *exc):
         if self.was: gc.enable()
 
-# %% ../nbs/07b_maintain.ipynb #952668ef
+# %% ../nbs/07b_maintain.ipynb #c889df2c
 def carry_terms(base:Tree, # the committed tree
                 tree:Tree, # the pass's new tree
                )->list[np.ndarray]: # `Tree.terms` of `tree`: the lexical (BM25) term ids of each of its facts
     "Lexical terms for a pass's tree: a fact whose id and text are unchanged keeps its terms; only new or changed texts are tokenized."
     from setree.lexical import term_ids
-    from setree.store import _align
+    from setree.store import _key_index
     N, Nb = tree.n_facts, base.n_facts
-    pos = _align(np.asarray(base._keys, np.int64)[:Nb], np.asarray(tree._keys, np.int64)[:N]) if base.terms is not None else np.full(N, -1)
+    pos = _key_index(base)(np.asarray(tree._keys, np.int64)[:N]) if base.terms is not None else np.full(N, -1); pos[pos >= Nb] = -1
     bf, tf = base.facts, tree.facts   # a kept row key is the same fact, unless its text changed (a pass reuses the committed Fact objects)
     L = _prefix(tree, base, pos)      # the leading facts that are the committed ones, in place: their terms as they are
     same = [p >= 0 and (bf[p] is f or (bf[p].id, bf[p].text) == (f.id, f.text)) for p, f in zip(pos[L:].tolist(), tf[L:])]
@@ -471,7 +472,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #701753fa
+# %% ../nbs/07b_maintain.ipynb #bb83e2fe
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -503,6 +504,7 @@ def maintain(self:KnowledgeBase)->dict:
             except StoreError: pass
             return report
         settle_phrase_stats(base, tree)
+        if tree is not base and getattr(tree, "_pool", None) is not None: tree._pool.settle(base, tree)
         if plan.counts["forgotten"] or plan.counts["updated"] or report["full_rebuild"]: self._w.checkpoint()   # old texts out of the -wal file
         with self._cache_lock: self._cache = (tree._generation, tree)
         return report
@@ -535,7 +537,7 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #cf98d8b0
+# %% ../nbs/07b_maintain.ipynb #9f7081b5
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
@@ -553,13 +555,14 @@ class _Members:
     level: np.ndarray  # (m,) int64 tree level of each member
     E: np.ndarray = None  # (N, d) float32 the fact embeddings (level 0 only)
     rows: object = None   # level 0: the `_Rows` buffer `C` is a view of (the next pass appends its new facts' centroids there)
+    prefix: int = None    # level 0: how many leading facts are the committed ones in place (`_same_prefix`)
 
 class _Sums:
     "Leaf sums S_v of members, looked up when needed: a fact's embedding, a committed node's `leaf_sum`, or a sum this pass computed."
     def __init__(self, facts:_Members, base:Tree, Kb:np.ndarray): self.facts, self.base, self.Kb, self.new, self._ix = facts, base, Kb, {}, None
     def get(self, keys:np.ndarray)->np.ndarray: # (len(keys), d) float64
-        from setree.store import _KeyIndex
-        if self._ix is None: self._ix = _KeyIndex(self.facts.keys), _KeyIndex(self.Kb)   # (made once: a pass looks up a few keys per changed node)
+        from setree.store import _KeyIndex, _key_index
+        if self._ix is None: self._ix = _KeyIndex(self.facts.keys), _key_index(self.base)   # (made once: a pass looks up a few keys per changed node)
         out = np.empty((len(keys), self.facts.C.shape[1]), np.float64)
         f, b = self._ix[0](keys), self._ix[1](keys)
         for i, k in enumerate(keys.tolist()):
@@ -582,7 +585,7 @@ def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
     return _Level(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
                   idx=idx, parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1), deg=getattr(lv, "_deg", None))
 
-# %% ../nbs/07b_maintain.ipynb #5bab9291
+# %% ../nbs/07b_maintain.ipynb #625d1f2b
 def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The level's exact kNN lists after a change, recomputing only the rows that can differ: changed members, members that
     listed a changed or removed member (each a product with every member), and members a changed member now beats (their lists
@@ -590,15 +593,18 @@ def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->
     from setree.cluster import knn, row_sims, top_k
     n = len(m.keys); k = max(0, min(k_max, n - 1))
     if k != (old["idx"] if old.get("idx") is not None else old["knn"]).shape[1] or not (pos >= 0).any(): idx, sim = knn(m.C, k); return idx, sim, np.arange(n)
-    idx, sim = np.zeros((n, k), np.int64), np.zeros((n, k), np.float32)
     have, n_old = pos >= 0, len(old["keys"])
-    if old.get("idx") is not None and n_old <= n and (pos[:n_old] == np.arange(n_old)).all():   # the committed members in place (only new ones appended): their lists as they are
-        idx[:n_old], sim[:n_old] = old["idx"], old["knn_sim"]
+    inplace = old.get("idx") is not None and n_old <= n and (pos[:n_old] == np.arange(n_old)).all()
+    if inplace:   # the committed members in place (only new ones appended): their lists as they are
+        idx, sim = np.empty((n, k), np.int64), np.empty((n, k), np.float32)
+        idx[:n_old], sim[:n_old], idx[n_old:], sim[n_old:] = old["idx"], old["knn_sim"], 0, 0
     else:
+        idx, sim = np.zeros((n, k), np.int64), np.zeros((n, k), np.float32)
         nk = np.where(old["knn"] >= 0, _align_keys(m.keys, old["knn"]), -1)    # old lists as positions now (-1: removed)
         idx[have], sim[have] = nk[pos[have]], old["knn_sim"][pos[have]]
     redo = chg | ~have
-    redo[have] |= ((idx[have] < 0) | chg[np.maximum(idx[have], 0)]).any(1)     # a neighbour left or moved
+    if inplace and not chg[:n_old].any(): redo[:n_old] |= (idx[:n_old] < 0).any(1)   # only appended members changed: no committed list names one
+    else: redo[have] |= ((idx[have] < 0) | chg[np.maximum(idx[have], 0)]).any(1)     # a neighbour left or moved
     c, enter = np.flatnonzero(chg), np.zeros(n, bool)
     if len(c):   # the changed members' rows: their own lists, and who they now beat
         best = row_sims(m.C, c); best[np.arange(len(c)), c] = -np.inf
@@ -622,7 +628,7 @@ def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
     return _align(keys, q.ravel()).reshape(q.shape)
 
-# %% ../nbs/07b_maintain.ipynb #e0295eaa
+# %% ../nbs/07b_maintain.ipynb #17aa9df4
 def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     "The kNN graph induced on member positions `X` (sorted)."
     from setree.cluster import knn_graph
@@ -635,9 +641,13 @@ def _degrees(idx:np.ndarray, sim:np.ndarray,
             )->np.ndarray:
     "Weighted degree of every member in the level's symmetrized kNN graph (the weights `setree.cluster.knn_graph` gives)."
     import scipy.sparse as sp
-    n = len(idx); r = np.repeat(np.arange(n), idx.shape[1]); c = idx.ravel(); w = sim.ravel().astype(np.float64)
+    n, k = idx.shape
+    if rows is None: r, c, w = np.repeat(np.arange(n), k), idx.ravel(), sim.ravel().astype(np.float64)
+    else:   # a member's row of the symmetrized graph: its own list, and the lists naming it (only those entries, in the same order)
+        flat = idx.ravel(); e = np.flatnonzero(np.r_[rows, False][flat])   # (a -1 entry looks up the appended False)
+        e = np.union1d(e, (np.flatnonzero(rows)[:, None] * k + np.arange(k)).ravel())
+        r, c, w = e // k, flat[e], sim.ravel()[e].astype(np.float64)
     keep = (c >= 0) & (w > 0)
-    if rows is not None: keep &= rows[r] | rows[np.maximum(c, 0)]   # a member's row of the symmetrized graph: its own list, and the lists naming it
     A = sp.csr_matrix((w[keep], (r[keep], c[keep])), shape=(n, n))
     return np.asarray(A.maximum(A.T).sum(1)).ravel()
 
@@ -679,7 +689,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #747d3fb1
+# %% ../nbs/07b_maintain.ipynb #38c64725
 def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray):
     "`dst[where] = src[idx]` (`where` bool, `idx` positions); one slice copy when both are a single run (a pass that only inserts)."
     w = np.flatnonzero(where)
@@ -689,13 +699,16 @@ def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray)
 def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     "Level-0 members (the facts) with their vectors: the committed ones reused, the new and changed ones embedded."
     from setree.cluster import _unit
-    from setree.store import _align
-    Kb = np.asarray(base._keys, np.int64); N = len(plan.facts)
-    pos = np.where(plan.keys >= 0, _align(Kb[:base.n_facts], plan.keys), -1)
+    from setree.store import _align, _key_index
+    N = len(plan.facts)
+    pos = _key_index(base)(plan.keys); pos[(plan.keys < 0) | (pos >= base.n_facts)] = -1   # (positions among the committed facts)
     keep = (pos >= 0) & ~plan.changed
+    L = plan.prefix if plan.prefix is not None else _same_prefix(pos, plan.facts, base.facts)   # the leading facts kept in place (their rows of any per-node array are the committed ones)
     spare = base.n_nodes - base.n_facts + 64   # rows for the internal nodes: the new tree's `emb` extends this buffer (see `assemble`)
-    E = np.empty((N + spare, base.emb.shape[1]), np.float32)[:N]; tok = np.zeros(N, np.int64); tr = np.zeros(N, bool)
-    _copy_rows(E, keep, base.emb, pos[keep]); tok[keep] = base.tokens[pos[keep]]
+    buf, v = _pool_of(base).take(base, "emb", N + spare, base.emb, L)
+    E = buf[:N]; tok = np.zeros(N, np.int64); tr = np.zeros(N, bool)
+    kv = keep.copy(); kv[:v] = False   # (rows below v: already there)
+    _copy_rows(E, kv, base.emb, pos[kv]); tok[keep] = base.tokens[pos[keep]]
     if base.truncated is not None: tr[keep] = base.truncated[pos[keep]]
     ch = np.flatnonzero(~keep)
     if len(ch):
@@ -707,7 +720,8 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     if (j < 0).any(): keep[np.flatnonzero(keep)[j < 0]] = False; j = j[j >= 0]
     C, rows = _grown(getattr(lv0, "_rows", None), np.asarray(lv0.centroids), keep, j, N)   # centroids exactly as the build computes them; a kept fact's is the committed one
     redo = np.flatnonzero(~keep); C[redo] = _unit(E[redo].astype(np.float64))
-    return _Members(keys, C, tok, np.zeros(N, np.int64), E, rows), tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
+    m = _Members(keys, C, tok, np.zeros(N, np.int64), E, rows, L)
+    return m, tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
 
 class _Rows:
     "A buffer of rows with room to grow: trees hold views `buf[:n]` of it; the rows past `used` (the longest view handed out) are free."
@@ -728,7 +742,39 @@ def _grown(rows:_Rows|None, # the buffer `old` is a view of, if any
     C = buf[:N]; _copy_rows(C, keep, old, j)
     return C, _Rows(buf, N)
 
-# %% ../nbs/07b_maintain.ipynb #c154e91c
+# %% ../nbs/07b_maintain.ipynb #37ef20ce
+class _Pool:
+    """Row buffers the trees of one lineage take turns in (see above). `valid` of a buffer: how many of its leading rows equal the fact
+    rows of the tree the pool was last settled for (`owner`); a pass writes its tree's fact rows from there on, then its other rows."""
+    def __init__(self): self.owner, self.ents, self.pending = None, {}, {}   # owner: weakref of the tree; ents: name -> [[buf, valid], ...]
+    def take(self, base:Tree, name:str, rows:int, like:np.ndarray, L:int)->tuple[np.ndarray, int]:
+        """(buf, v): a buffer of at least `rows` rows shaped and typed like `like` that no array uses, whose first v <= L rows already
+        equal `base`'s (`L`: the leading facts the pass keeps in place); v = 0 for a new buffer, or when the pool was settled for another tree."""
+        import sys
+        mine, ents = self.owner is not None and self.owner() is base, self.ents.setdefault(name, [])
+        for e in ents:   # (2: the list slot and the call's argument; every view of the buffer adds one)
+            if len(e[0]) >= rows and e[0].dtype == like.dtype and e[0].shape[1:] == like.shape[1:] and sys.getrefcount(e[0]) == 2:
+                e[1] = min(e[1], L) if mine else 0; self.pending[name] = e; return e[0], e[1]
+        e = [np.empty((rows + rows // 8 + 1024, *like.shape[1:]), like.dtype), 0]   # the spare rows cost no memory until written
+        ents.append(e); self.pending[name] = e
+        return e[0], 0
+
+    def settle(self, base:Tree, tree:Tree):
+        "After `tree` (a pass from `base`) committed: the buffer it took holds its fact rows, the others those it kept in place; at most two stay."
+        import weakref
+        mine, L, N = self.owner is not None and self.owner() is base, getattr(tree, "_prefix", None) or 0, tree.n_facts
+        for name, ents in self.ents.items():
+            p = self.pending.get(name)
+            for e in ents: e[1] = N if e is p else min(e[1], L) if mine else 0
+            ents.sort(key=lambda e: e is not p); del ents[2:]
+        self.owner, self.pending = weakref.ref(tree), {}
+
+def _pool_of(base:Tree)->_Pool:
+    "The row buffers of `base`'s lineage (a new pool for a loaded or rebuilt tree)."
+    if getattr(base, "_pool", None) is None: base._pool = _Pool()
+    return base._pool
+
+# %% ../nbs/07b_maintain.ipynb #1fb905d8
 @dataclass
 class _Grow:
     "What the levels of a pass decided, in row keys."
@@ -745,7 +791,8 @@ class _Grow:
 
 def _groups(comm:np.ndarray)->tuple:
     "Labels -> (distinct labels u, label index of each member, member order o, bounds b): group i is o[b[i]:b[i+1]]."
-    comm = np.asarray(comm).ravel(); o = np.argsort(comm, kind="stable"); s = comm[o]   # (one stable sort: the order of the labels' ranks)
+    from setree.store import _stable_argsort
+    comm = np.asarray(comm).ravel(); o = _stable_argsort(comm); s = comm[o]   # (one stable sort: the order of the labels' ranks)
     first = np.r_[True, s[1:] != s[:-1]] if len(s) else np.zeros(0, bool)
     inv = np.empty(len(comm), np.int64); inv[o] = np.cumsum(first) - 1
     return s[first], inv, o, np.r_[np.flatnonzero(first), len(s)]
@@ -892,7 +939,7 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
         m = _next_members(m, grp, old_next, sums, l, config.summary_tokens); l += 1
     return facts, tr, fchg, st, next_key
 
-# %% ../nbs/07b_maintain.ipynb #af5d2367
+# %% ../nbs/07b_maintain.ipynb #98ca82e3
 def _ancestors(tree:Tree, nodes)->set:
     "Every proper ancestor of the given node numbers."
     out, cur = set(), {int(v) for v in nodes}
@@ -911,7 +958,7 @@ def _extend_rows(E:np.ndarray, M:int)->np.ndarray:
 def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:str, config)->tuple[Tree, np.ndarray, np.ndarray]:
     """The new tree from the decided structure: kept nodes carry their committed summary. Returns (tree, needs, kept):
     needs[v] where a summary must be written, kept[v] where a committed summary is reused."""
-    from setree.store import _align, _children_of, _parent_keys
+    from setree.store import _KeyIndex, _align, _children_of, _key_index, _parent_keys
     Kb = np.asarray(base._keys, np.int64); bpk = _parent_keys(base, Kb)
     nk = np.fromiter(st.nodes.keys(), np.int64, len(st.nodes))
     nl = np.fromiter((v[0] for v in st.nodes.values()), np.int64, len(st.nodes))
@@ -921,16 +968,16 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
         nk, nl, nkept = np.r_[nk, Kb[up]], np.r_[nl, base.level[up]], np.r_[nkept, np.ones(len(up), bool)]
     o = np.lexsort((nk, nl)); ik, il = nk[o], nl[o]
     K = np.concatenate([facts.keys, ik]); N, M = len(facts.keys), len(facts.keys) + len(ik)
-    ob = _align(Kb, K)
+    ob, kix = _key_index(base)(K), _KeyIndex(K)   # (kix: the new tree's index, kept on it below)
     pk = np.where(ob >= 0, bpk[np.maximum(ob, 0)], -2)
     if st.links:   # (reversed: a key's last entry is found first, as a dict would keep it)
         ck, cv = (np.concatenate([x[i] for x in st.links]).astype(np.int64)[::-1] for i in (0, 1))
         j = _align(ck, K); hit = j >= 0; pk[hit] = cv[j[hit]]
     if (pk == -2).any() or (pk == -1).sum() != 1: raise RuntimeError(f"maintenance pass built a broken structure ({int((pk == -1).sum())} roots)")
-    parent = np.where(pk >= 0, _align(K, pk), -1)
+    parent = np.where(pk >= 0, kix(pk), -1)
     kept = np.zeros(M, bool); kept[N:] = nkept[o]; kept &= ob >= 0
     ki = np.flatnonzero(kept)
-    L = _same_prefix(ob[:N], plan.facts, base.facts)   # the leading facts that are the committed ones, at their committed numbers
+    L = facts.prefix if facts.prefix is not None else _same_prefix(ob[:N], plan.facts, base.facts)   # the leading facts that are the committed ones, at their committed numbers
     texts = base.texts[:L] + [f.text for f in plan.facts[L:]] + [""] * (M - N)   # (a fact's node text is its text)
     summ = ["fact"] * N + [""] * (M - N)
     for v, j in zip(ki.tolist(), ob[ki].tolist()): texts[v], summ[v] = base.texts[j], base.summarizer[j]
@@ -942,7 +989,7 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
     if len(ki):   # committed quotes, as fact numbers of the new tree; a summary that quoted a fact now gone is written anew
         bq = [np.asarray(base.quotes[j], np.int64) for j in ob[ki].tolist()]
         lens = np.fromiter(map(len, bq), np.int64, len(bq)); flat = np.concatenate(bq) if lens.sum() else np.zeros(0, np.int64)
-        mapped = _align(K, Kb[flat]) if len(flat) else flat
+        mapped = kix(Kb[flat]) if len(flat) else flat
         seg = np.repeat(np.arange(len(ki)), lens); gone = np.bincount(seg[mapped < 0], minlength=len(ki)) > 0
         needs[ki[gone]] = True
         if np.array_equal(mapped, flat) and not (np.diff(flat) < 0)[np.diff(seg) == 0].any(): qs = bq   # same numbers, each list ascending: as they are
@@ -951,14 +998,14 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
             if not g: quotes[v] = q
     t = Tree(facts=list(plan.facts), texts=texts, parent=parent, children=_children_of(parent), level=np.r_[np.zeros(N, np.int64), il].astype(np.int64),
              tokens=tokens, emb=emb, summarizer=summ, quotes=quotes, truncated=tr, config=config.to_dict(), embedder_id=embedder_id)
-    t._keys, t._prefix = K, L   # (`_prefix`: read by `update_fidelity` and `carry_terms`)
+    t._keys, t._prefix, t._kix = K, L, (K, kix)   # (`_prefix`: read by `update_fidelity` and `carry_terms`; `_kix`: `setree.store._key_index`)
     # an ancestor of a forgotten or changed fact whose summary may carry its wording is written anew
     if plan.gone:
         gone_nums = [i for i, f in enumerate(base.facts) if f.id in plan.gone]
         gone_texts = [base.facts[i].text for i in gone_nums]
         anc = np.array(sorted(_ancestors(base, gone_nums)), np.int64)
         if len(anc):
-            for a, j in zip(anc.tolist(), _align(K, Kb[anc]).tolist()):
+            for a, j in zip(anc.tolist(), kix(Kb[anc]).tolist()):
                 if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
     return t, needs, kept
 
@@ -981,7 +1028,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
         out.append(_canonical_level(lv))
     return out, [d.get("redo") for d in lvls]
 
-# %% ../nbs/07b_maintain.ipynb #26028ede
+# %% ../nbs/07b_maintain.ipynb #899ed811
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
     "(M,) bool: the seeds and every ancestor of one."
     out = seeds.copy(); cur = np.flatnonzero(seeds)
@@ -995,9 +1042,11 @@ def update_fidelity(tree:Tree, base:Tree, ob:np.ndarray, dirty:np.ndarray, fresh
     N, M = tree.n_facts, tree.n_nodes
     has = ob >= 0
     if sums:   # (sums=False: S and n are already this tree's; only the summaries changed)
-        S = np.empty((M, tree.emb.shape[1]), np.float64); n = np.zeros(M, np.int64)
         L = _prefix(tree, base, ob[:N]) if base.leaf_sum is not None else 0   # a kept fact's S is its committed row (its vector, in float64)
-        S[:L], S[L:N], n[:N] = base.leaf_sum[:L], tree.emb[L:N], 1
+        if base.leaf_sum is None: S, v = np.empty((M, tree.emb.shape[1]), np.float64), 0
+        else: S, v = _pool_of(base).take(base, "leaf_sum", M, base.leaf_sum, L); S = S[:M]   # (rows below v: already there)
+        n = np.zeros(M, np.int64)
+        S[v:L], S[L:N], n[:N] = base.leaf_sum[v:L], tree.emb[L:N], 1
         old = np.flatnonzero(has & (np.arange(M) >= N)); S[old], n[old] = base.leaf_sum[ob[old]], base.count[ob[old]]
         for v in sorted(np.flatnonzero((dirty | ~has) & (np.arange(M) >= N)).tolist(), key=lambda v: tree.level[v]):
             ch = tree.children[v]; S[v] = S[ch].sum(0); n[v] = n[ch].sum()
@@ -1027,9 +1076,10 @@ def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->T
     same[same] &= base.depth[ob[same]] == depth[same]
     bp = np.where(same, base.parent[np.maximum(ob, 0)], -1)
     same &= np.where(parent >= 0, bp == np.where(parent >= 0, ob[np.maximum(parent, 0)], -1), bp == -1)
-    stable = same.copy()
-    for _ in range(int(depth.max(initial=0)) + 1):   # a path is stable when every node on it is
-        stable = same & np.where(parent >= 0, stable[np.maximum(parent, 0)], True)
+    stable = same.copy()   # a path is stable when every node on it is: settled level by level from the root down (a parent is a level above)
+    lev = np.asarray(tree.level); cut = np.r_[0, N, N + np.flatnonzero(np.diff(lev[N:]) != 0) + 1, M] if M > N else np.r_[0, M]
+    for a, b in zip(cut[:-1][::-1].tolist(), cut[1:][::-1].tolist()):   # (internal nodes are numbered level by level: each level one run)
+        p = parent[a:b]; stable[a:b] = same[a:b] & np.where(p >= 0, stable[np.maximum(p, 0)], True)
     proj = np.zeros((N, D), np.float32)
     bpos = np.empty(base.n_facts, np.int64); bpos[base.order] = np.arange(base.n_facts)
     fo = ob[order]; rows = np.flatnonzero(stable[order] & (fo >= 0))
@@ -1069,7 +1119,7 @@ def update_line_tokens(tree:Tree, # the pass's new tree
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #08df06e3
+# %% ../nbs/07b_maintain.ipynb #21e09940
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -1079,11 +1129,11 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     "The maintenance pass proper (see the steps above)."
     from setree.build import summarize_tree
     from setree.fidelity import compute_order
-    from setree.store import _align
+    from setree.store import _key_index
     facts, tr, fchg, st, next_key = grow_levels(base, plan, embedder, config, next_key)
     tree, needs, kept = assemble(base, plan, facts, tr, st, embedder.identity, config)
     N, M = tree.n_facts, tree.n_nodes
-    ob = _align(np.asarray(base._keys, np.int64), tree._keys)
+    ob = _key_index(base)(tree._keys)
     seeds = np.zeros(M, bool); seeds[:N] = fchg; seeds[N:] = ~kept[N:]
     dirty = _seeds_up(tree, seeds)
     update_fidelity(tree, base, ob, dirty, needs)
@@ -1105,6 +1155,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     tree.levels, tree._member_redo = _levels_in_numbers(st, base, tree._keys)
     if tree.levels and tree.levels[0].centroids is facts.C: tree.levels[0]._rows = facts.rows   # (the level-0 centroids: a view of that buffer)
     tree._touched, tree._next_key, tree._norms, tree._ids, tree._graft = st.touched, next_key, plan.norms, plan.ids, st.graft
+    tree._pool = _pool_of(base)   # (settled by `maintain` once the tree is committed)
     return tree, needs, dirty | needs | (ob < 0)
 
 # %% ../nbs/07b_maintain.ipynb #9baa9f90

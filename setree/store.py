@@ -13,9 +13,9 @@ from .core import ClusterLevel, Fact, Tree, _ChildLists, as_facts, check_tree, c
 from .fidelity import finalize
 
 # %% auto #0
-__all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'FACT_ARRAYS', 'DERIVED_FIELDS', 'StoreError', 'EmbedderMismatch',
-           'StoreBusy', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree', 'tree_diff',
-           'synthetic_tree']
+__all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS', 'DERIVED_FIELDS', 'StoreError',
+           'EmbedderMismatch', 'StoreBusy', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree',
+           'tree_diff', 'synthetic_tree']
 
 # %% ../nbs/07_store.ipynb #adcbbb82
 def _seconds(v, name:str)->float:
@@ -40,10 +40,12 @@ class StoreBusy(StoreError):
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
 
-# %% ../nbs/07_store.ipynb #dc31ce2d
+# %% ../nbs/07_store.ipynb #f99026b6
 SCHEMA_VERSION = 2      # bumped whenever the table layout changes; a store with a larger number is refused
 FORMAT = "setree"       # value of meta.format: tells a setree store from any other SQLite file
 CHUNK_BYTES = 1 << 25   # whole-array blobs (the derived arrays) are cut into chunks of at most 32 MiB
+WAL_PAGES = 16384       # a writer checkpoints the write-ahead log once it holds this many pages (64 MiB at SQLite's 4 KiB pages; see `Store`)
+CACHE_KIB = 65536       # a writer's SQLite page cache, KiB (SQLite's default: 2,000; see `Store`)
 FACT_ARRAYS: dict = {}  # per-fact ragged arrays persisted with the tree: Tree attribute name -> numpy dtype (see `register_fact_array`)
 
 _SCHEMA = """
@@ -255,7 +257,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #be6516d6
+# %% ../nbs/07_store.ipynb #862068eb
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -353,6 +355,7 @@ class Store:
         if missing: raise StoreError(f"{self.path}: damaged setree store, missing table(s) {sorted(missing)}")
         if not self.readonly:
             con.execute("PRAGMA journal_mode=WAL")   # only once we know the file is ours
+            con.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}"); con.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             if version == 1: self._upgrade()
 
     def close(self):
@@ -460,7 +463,7 @@ def save(self:Store, tree:Tree, # the tree to store; replaces whatever the store
     self._txn(write, write=True)
     tree._keys = K
 
-# %% ../nbs/07_store.ipynb #d8216e76
+# %% ../nbs/07_store.ipynb #f784c896
 def empty_tree(embedder_id:str="", # identity to record
                config:dict|None=None, # config to record
               )->Tree:
@@ -471,10 +474,19 @@ def empty_tree(embedder_id:str="", # identity to record
     t._keys = z()
     return t
 
+def _stable_argsort(k:np.ndarray # (n,) integer keys
+                   )->np.ndarray: # (n,) int64: `np.argsort(k, kind="stable")`
+    "The stable order of integer keys; as two 16-bit radix passes when they lie in [0, 2**32) (the same order, ~4x faster at 50,000 keys than NumPy's stable sort of int64)."
+    k = np.asarray(k)
+    if k.dtype.kind not in "iu" or not len(k) or k.min() < 0 or k.max() >= 1 << 32: return np.argsort(k, kind="stable")
+    if k.max() < 1 << 16: return np.argsort(k.astype(np.uint16), kind="stable")
+    o = np.argsort((k & 0xFFFF).astype(np.uint16), kind="stable")
+    return o[np.argsort((k[o] >> 16).astype(np.uint16), kind="stable")]
+
 def _children_of(parent:np.ndarray)->list:
     "children[v] = the nodes whose parent is v, ascending (the tree order of a build)."
     M = len(parent); kids = np.flatnonzero(parent >= 0)
-    kids = kids[np.argsort(parent[kids], kind="stable")]
+    kids = kids[_stable_argsort(parent[kids])]
     cnt = np.bincount(parent[kids], minlength=M); bounds = np.r_[0, np.cumsum(cnt)]
     out = [kids[:0]] * M   # the nodes without children (every fact) share one empty array; the others get their slice
     for v, a, b in zip(*(x.tolist() for x in (np.flatnonzero(cnt), bounds[:-1][cnt > 0], bounds[1:][cnt > 0]))): out[v] = kids[a:b]
@@ -663,7 +675,7 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #89a709db
+# %% ../nbs/07_store.ipynb #66a7c5bf
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -717,7 +729,7 @@ def _pass_changes(base:Tree, tree:Tree, dirty, dirty_facts, full:bool)->tuple:
     when the pass says which (the others are the committed ones, checked when they were written); else (None, None)."""
     N, M = len(tree.facts), len(tree.texts)
     if full or getattr(base, "_keys", None) is None or np.shape(dirty) != (M,) or np.shape(dirty_facts) != (N,): return None, None
-    new = _align(_keys_of(base), _keys_of(tree)) < 0
+    new = _key_index(base)(_keys_of(tree)) < 0
     return np.asarray(dirty, bool) | new, np.asarray(dirty_facts, bool) | new[:N]
 
 @patch
@@ -744,7 +756,12 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
         con.execute("DELETE FROM queue WHERE seq <= ?", (upto,))
         _write_meta(con, tree, K, {"applied_seq": str(upto), "last_pass": _dumps({**report, "rows": out}, "pass report")})
         return out
-    out = self._txn(write, write=True)
+    lazy = not full and not report.get("forgotten") and not report.get("updated")   # (see above: only inserts may be redone after a power loss)
+    with self._lock:
+        if lazy: self.con.execute("PRAGMA synchronous = NORMAL")
+        try: out = self._txn(write, write=True)
+        finally:
+            if lazy: self.con.execute("PRAGMA synchronous = FULL")
     tree._generation = getattr(base, "_generation", 0) + 1
     return out
 
@@ -783,7 +800,7 @@ def phrase_stats(self:Store, generation:int # the generation of the tree the cou
         return int(m["phrases_n"]), dict(con.execute("SELECT k, df FROM phrases"))
     return self._txn(read, write=False)
 
-# %% ../nbs/07_store.ipynb #5db5e264
+# %% ../nbs/07_store.ipynb #895d2620
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
@@ -805,6 +822,12 @@ class _KeyIndex:
         i = np.minimum(np.searchsorted(self.s, Kn), len(self.s) - 1)
         return np.where(self.s[i] == Kn, self.o[i], -1)
 
+def _key_index(t:Tree)->_KeyIndex:
+    "`_KeyIndex` of the row keys of `t` (`_keys_of`), made once per tree: a maintenance pass looks keys up in the committed tree's, and in its new tree's, a dozen times."
+    K, c = _keys_of(t), getattr(t, "_kix", None)
+    if c is None or c[0] is not K: c = t._kix = (K, _KeyIndex(K))
+    return c[1]
+
 def _missing(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     "The keys of `Ko` that are not in `Kn`, ascending (`np.setdiff1d` of row keys through `_align`'s lookup table, without sorting the whole arrays)."
     Ko = np.asarray(Ko, np.int64)
@@ -816,7 +839,7 @@ def _parent_keys(t:Tree, K:np.ndarray)->np.ndarray:
 
 def _changed_nodes(old:Tree, Ko, new:Tree, Kn, dirty)->np.ndarray:
     "(M_new,) bool: node rows of `new` that differ from the stored row of the same key (all of them when unknown)."
-    pos = _align(Ko, Kn); ch = pos < 0
+    pos = _key_index(old)(Kn); ch = pos < 0   # (Ko: the keys of `old`)
     f = np.flatnonzero(~ch); p = pos[f]
     if _layout(old)["fields"] != _layout(new)["fields"]: return np.ones(len(Kn), bool)
     ch[f] |= np.asarray(old.level)[p] != np.asarray(new.level)[f]
@@ -834,7 +857,7 @@ def _changed_nodes(old:Tree, Ko, new:Tree, Kn, dirty)->np.ndarray:
     return ch
 
 def _changed_facts(old:Tree, Ko, new:Tree, Kn, dirty_facts)->np.ndarray:
-    N = len(new.facts); pos = _align(Ko[:len(old.facts)], Kn[:N]); ch = pos < 0
+    N = len(new.facts); pos = _key_index(old)(Kn[:N]); pos[pos >= len(old.facts)] = -1; ch = pos < 0   # (Ko: the keys of `old`)
     if dirty_facts is not None: return ch | dirty_facts
     for i, j in enumerate(pos.tolist()):
         if j >= 0:
@@ -867,7 +890,7 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
 def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_members=None)->dict:
     "Write only the rows in which `new` differs from the stored `old` (rows matched by key). Returns rows written per table."
     Ko, Kn = _keys_of(old), _keys_of(new)
-    gone = _missing(Ko, Kn)
+    gone = np.unique(Ko[_key_index(new)(Ko) < 0])   # (`_missing`, through the new tree's index)
     out = {"deleted": int(len(gone))}
     if len(gone):
         g = [(int(k),) for k in gone]
