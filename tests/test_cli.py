@@ -227,3 +227,20 @@ def test_control_characters_show_as_spaces_in_text_output(tmp_path):
     assert "the user\tlikes green tea" in [it["text"] for it in got["items"]]   # stored as given
     def texts_in(node): return [node["text"]] + [t for c in node.get("children", []) for t in texts_in(c)]
     assert set(texts) <= set(texts_in(json.loads(run("inspect", "--db", db, "--json").stdout)))
+
+SEEN = ("import sys; from setree.cli import main; rc = main(); import igraph.drawing.matplotlib.graph as g; import matplotlib.pyplot as plt; "
+        "print('igraph' in sys.modules, g.Artist.__name__, type(plt.figure()).__name__); sys.exit(rc)")
+
+def test_a_clustering_command_imports_igraph_without_matplotlib(tmp_path):
+    "The `setree` process imports igraph with matplotlib hidden (its drawing is unused); matplotlib still works afterwards, in-process callers keep theirs."
+    import subprocess, sys
+    facts = tmp_path / "facts.txt"; facts.write_text("\n".join(f"the user likes colour number {i}" for i in range(40)) + "\n")
+    db = tmp_path / "kb.db"
+    for cmd in (["build", facts, "--db", db, "--embedder", "hashing", "--quiet"], ["insert", "-", "--db", db]):
+        p = subprocess.run([sys.executable, "-c", SEEN, *map(str, cmd)], input="the user owns a red kayak\n", capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.splitlines()[-1] == "True FakeModule Figure", p.stdout   # igraph's drawing placeholder; pyplot itself works
+    p = run("stats", "--db", db, "--json")   # main(argv) in this process: igraph as the caller imports it
+    assert p.returncode == 0 and json.loads(p.stdout)["facts"] == 41
+    import igraph.drawing.matplotlib.graph as g
+    assert g.Artist.__name__ == "Artist"
