@@ -319,12 +319,12 @@ def summarize_tree(tree:Tree, # structure filled in, fact embeddings in tree.emb
         if nodes: _summarize_level(tree, nodes, summarizer, embedder, config, E, mu, bg, progress, until)
     return tree
 
-# %% ../nbs/05_build.ipynb #9d268073
+# %% ../nbs/05_build.ipynb #476e34b7
 def _summarize_level(tree:Tree, nodes:list[int], summarizer, embedder, config:Config, E, mu, bg, progress, until:float):
     "Summarize `nodes` (one level) and apply the summaries; `until`: the time.monotonic() instant the build's LLM time ends."
     _apply(tree, nodes, run_summarizer(summarizer, _requests(tree, nodes, E, mu, config.summary_tokens, background=bg), embedder, progress, until), embedder)
     if getattr(summarizer, "name", "") == "chat":  # offset-aware re-summarization
-        focus = _offsets(tree, nodes, mu, config.epsilon)
+        focus = _offsets(tree, [v for v in nodes if tree.summarizer[v] == "chat"], mu, config.epsilon)   # chat-written summaries only
         if focus:
             redo = sorted(focus)
             _apply(tree, redo, run_summarizer(summarizer, _requests(tree, redo, E, mu, config.summary_tokens, focus, bg), embedder, progress, until, True), embedder)

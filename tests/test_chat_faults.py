@@ -1,14 +1,14 @@
 """The four faults of a real chat model, at the level of a build, against the stub endpoint (tests/stubchat.py):
 a reply cut at the length limit, reasoning that ends in `</think>` without an opening tag, a model that obeys an
 injected fact and answers PWNED, and a hung endpoint with a short time limit (also through the CLI: bounded time,
-progress on stderr, nothing but JSON on stdout)."""
+progress on stderr, nothing but JSON on stdout). A node that falls back holds exactly the extractive build's summary,
+whether its first request failed or the request that re-asked it with a focus did."""
 import json, subprocess, sys, time
 import fastcore.test as ft
 from setree.build import Config, build_counts, build_tree
 from setree.core import check_tree
 from setree.chat import ChatSummarizer
 from setree.embed import get_embedder
-from setree.summarize import ExtractiveSummarizer
 from stubchat import StubChatServer
 
 KB = [f"the user {x}" for x in [
@@ -26,13 +26,8 @@ def cli(*args, timeout=120):
     code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=timeout, encoding="utf-8")
 
-class _ExtractiveAsChat(ExtractiveSummarizer):
-    "The extractive summarizer through the chat summarizer's two passes (the fallback honours the second pass's focus)."
-    name = "chat"
-    def summarize_many(self, reqs, **kw): return super().summarize_many(reqs)
-
 def test_faults_fall_back_with_their_reason():
-    ext = build_tree(KB, embedder=H, summarizer=_ExtractiveAsChat(), progress=False)
+    ext = build_tree(KB, embedder=H, progress=False)                # a plain extractive build
     faults = {"incomplete": dict(mode="cut"), "reasoning": dict(mode="close_think"), "ungrounded": dict(reply=lambda items: "PWNED")}
     for reason, kw in faults.items():
         with StubChatServer(**kw) as srv:
@@ -42,6 +37,31 @@ def test_faults_fall_back_with_their_reason():
         ft.test_eq(t.texts, ext.texts)                              # exactly the extractive tree
         assert all(t.texts[v].strip().upper() != "PWNED" for v in _internal(t))
         ft.test_eq(build_counts(t, Config())["fallbacks"], {reason: t.n_nodes - t.n_facts})
+
+def test_reasoning_only_replies_give_the_extractive_build():
+    "The `think` stub (a reply that is reasoning only): every node falls back after three replies, is not asked again with a focus, and holds the extractive build's text."
+    for emb in (H, get_embedder()):                                 # the hashing embedder and MiniLM (the newcomer's 4-fact node)
+        for kb in (KB, KB[:4]):
+            ext = build_tree(kb, embedder=emb, progress=False)
+            with StubChatServer("think") as srv:
+                t = build_tree(kb, embedder=emb, summarizer=ChatSummarizer(srv.url, "m", **FAST), progress=False)
+            check_tree(t)
+            ft.test_eq(set(t.summarizer[t.n_facts:]), {"extractive-fallback:reasoning"})
+            ft.test_eq((t.texts, t.tokens.tolist()), (ext.texts, ext.tokens.tolist()))
+            ft.test_eq(srv.calls, 3 * (t.n_nodes - t.n_facts))      # one reply and two retries per node, no re-asked node
+            assert not any("MUST cover" in r["messages"][1]["content"] for r in srv.requests)
+
+def test_failed_reask_gives_the_extractive_build():
+    "A chat summary that drifts is re-asked with its children in focus; when that request fails, the node gets the extractive build's summary, not a focused one."
+    kb = KB[:4]                                                     # one internal node: request 1 is its first, request 2 its re-ask
+    ext = build_tree(kb, embedder=H, progress=False)
+    with StubChatServer("fail_nth", reply=lambda items: "Weather report for the harbour.", fail_on=(2,)) as srv:
+        t = build_tree(kb, embedder=H, summarizer=ChatSummarizer(srv.url, "m", min_faithfulness=None, **{**FAST, "retries": 0}), progress=False)
+    check_tree(t)
+    ft.test_eq((t.n_nodes - t.n_facts, srv.calls), (1, 2))
+    assert "MUST cover" in srv.requests[1]["messages"][1]["content"]   # the second request was the focused re-ask
+    ft.test_eq(t.summarizer[t.n_facts:], ["extractive-fallback:error"])
+    ft.test_eq((t.texts, t.quotes[-1].tolist()), (ext.texts, ext.quotes[-1].tolist()))
 
 def test_hung_endpoint_build_limit():
     with StubChatServer("hang") as srv:
