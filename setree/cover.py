@@ -678,7 +678,25 @@ def _fit_root_line(tree, ix, w, rel_ord, visible, eff):
         w.used += n - w.rbody; w.rtext, w.rbody = line, n
         w._log(tree.root, None, f"root line: phrases of the {w.p.glimpse} most relevant facts not shown", n)
 
-# %% ../nbs/06_cover.ipynb #27596f87
+# %% ../nbs/06_cover.ipynb #5dcbf02a
+def _phrase_line(tree, rel, cap, k)->str:
+    "The root's line fitted to the prompt when the root is shown alone, within `cap` tokens (the same call `_fit_root_line` makes then)."
+    return prompt_phrases(tree, rel, np.zeros(tree.n_facts, bool), set(), cap, k)
+
+def _root_alone(tree, ix, rel, rel_ord, q, eff, params, trace)->tuple:
+    "Below the fixed short line: (the walk showing the root alone with its fitted line, None), or (None, the exact smallest budget)."
+    base, k = ix.header + int(marker_tokens("s", 1)[1]), params.glimpse
+    for cap in range(eff - base, 0, -1):            # the longest line within the budget (a shorter cap can still give a line)
+        line = _phrase_line(tree, rel, cap, k)
+        if not line: continue
+        w = _Walk(tree, ix, rel_ord, q, eff, params, trace, False); w.start(tree.root)
+        n = int(count_tokens(line)); w.used += n - w.rbody; w.rtext, w.rbody, w.summ_body = line, n, n
+        w._log(tree.root, None, f"root line: phrases of the {k} most relevant facts (below the fixed line's budget)", n)
+        return w, None
+    cap = next((c for c in range(max(1, eff - base + 1), ix.label_tokens) if _phrase_line(tree, rel, c, k)), ix.label_tokens)
+    return None, base + cap
+
+# %% ../nbs/06_cover.ipynb #903e1c49
 def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
                  q:np.ndarray, # prompt embedding, float (d,), unit norm
                  budget:int, # tokens; validated by `check_budget`; huge values mean "everything fits"
@@ -697,12 +715,18 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
     if tree.n_nodes == 0: return done([], 0, "empty")
     ix, q = cover_index(tree), _check_query(tree, q)
     eff = min(budget, ix.total)                      # clamp: nothing can cost more than rendering every node
-    min_budget = _min_budget(ix, tree, params.dates)
-    if min_budget > eff: return done([], 0, "budget_too_small", min_budget)
-    rel_ord = fact_relevance(tree, q, prompt, params.lexical_weight)[tree.order]   # the one big product, depth-first order
+    min_budget, N = _min_budget(ix, tree, params.dates), ix.N
+    fitted = bool(params.glimpse) and tree.root >= N and ix.label_tokens < int(ix.body[tree.root])   # the root's line may be fitted to the prompt
+    if min_budget > eff and not fitted: return done([], 0, "budget_too_small", min_budget)
+    rel = fact_relevance(tree, q, prompt, params.lexical_weight)   # the one big product
+    rel_ord = rel[tree.order]                                      # in depth-first order
+    if min_budget > eff:                                           # below the fixed short line: a shorter fitted line may fit
+        w, min_budget = _root_alone(tree, ix, rel, rel_ord, q, eff, params, trace)
+        if w is None: return done([], 0, "budget_too_small", min_budget)
+        vis, groups = _render_order(tree, ix, np.arange(ix.M) == tree.root, params.dates)
+        return done(_cover_items(tree, ix, w, vis), int(w.used), "ok", None, (tuple(groups), ix.gtext, ix.gkey))
     full_root = _root_full(ix, tree, params, eff)
     w = _walk(tree, ix, rel_ord, q, eff, params, trace, full_root)
-    N = ix.N
     visible = np.concatenate([w.selected[:N] & (w.qcount == 0) & ~w.twin_shown, w.shown[N:]])
     if params.glimpse and not full_root and tree.root >= N and w.shown[tree.root]: _fit_root_line(tree, ix, w, rel_ord, visible, eff)
     vis, groups = _render_order(tree, ix, visible, params.dates)
