@@ -10,9 +10,9 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['TOOLS', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type', 'fact_items',
-           'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'iso_time', 'make_server',
-           'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app',
-           'cmd_serve', 'main']
+           'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time',
+           'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
+           'open_app', 'cmd_serve', 'main']
 
 # %% ../nbs/08b_server.ipynb #b4e51f2b
 try:
@@ -451,19 +451,26 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #f1140a3d
+# %% ../nbs/08b_server.ipynb #f9caf315
+def ack_text(ack, # the `Ack` of a queued change
+             replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
+            )->str: # the command line's lines for the change (`setree.cli`), then when it becomes visible
+    "What a queued change did, for a person, as `setree insert`/`forget`/`update`/`build` say it, then when it is visible."
+    from setree.cli import _ack_lines, merged_note
+    head = _ack_lines(ack.op, ack) if ack.ids else f"{ack.op} (seq {ack.seq})"
+    if ack.merged and len(set(ack.ids)) == len(ack.ids):   # an id given with a text stored before: the command line's lines name no repeat
+        head += f"\nnote: a given id's text is stored under another id{merged_note(ack.merged)}"
+    if replaced: head += f"\ndeletes the {replaced} facts stored now"
+    if ack.op == "insert" and not set(ack.ids) - set(ack.already_stored):
+        return head + f"\nnothing to wait for (a text queued earlier is visible once stats shows applied_seq >= {ack.seq})."
+    return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally within a second)."
+
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
-    from setree.cli import merged_note
     self.writer.changed()
     d = {**ack.to_dict(), "queued": True, **({"replaces_facts": replaced} if replaced is not None else {})}
-    ids = ", ".join(d["ids"][:8]) + (f", ... ({len(d['ids'])} ids)" if len(d["ids"]) > 8 else "")
-    return _result(f"queued {d['op']} as seq {d['seq']}" + (f": {ids}" if ids else "") +
-                   (f" (deletes the {replaced} facts stored now)" if replaced else "") +
-                   (f" ({len(d['already_stored'])} already stored, nothing new for: {', '.join(d['already_stored'][:8])})" if d["already_stored"] else "") +
-                   (f"; repeated texts stored once{merged_note(d['merged'])}" if d.get("merged") else "") +
-                   f". Visible to retrieve once stats shows applied_seq >= {d['seq']} (normally within a second).", d)
+    return _result(ack_text(ack, replaced), d)
 
 # %% ../nbs/08b_server.ipynb #0fe2e54c
 def iso_time(t:float|None # seconds since the epoch, or None

@@ -105,7 +105,7 @@ def test_mcp_server_refuses_the_same_way(tmp_path):
                     assert "fact text must be a string; got 5 (a number)" in await refused(s, "insert", facts=[{"text": 5}])
                     res = await s.call_tool("insert", {"facts": [FACTS[0]]})
                     assert not res.is_error and res.structured_content["already_stored"] == res.structured_content["ids"]
-                    assert "1 already stored" in res.content[0].text, res.content[0].text
+                    assert res.content[0].text.startswith("insert: nothing new\nalready stored, not added again: 1 fact(s)"), res.content[0].text
                     st = (await s.call_tool("stats", {})).structured_content
                     assert st["facts"] == len(FACTS)
     anyio.run(go)
