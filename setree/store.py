@@ -260,7 +260,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #845defe7
+# %% ../nbs/07_store.ipynb #97d55062
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -298,7 +298,8 @@ class Store:
         self._empty_file = False   # an existing 0-byte file: refused in `_open` unless another process creates the store meanwhile
         p = self.path
         if p.is_dir(): raise StoreError(f"{p} is a directory, not a setree store file")
-        if not p.exists():
+        fresh = not p.exists()   # this call creates the file: a creation that fails (a full disk) removes what it left
+        if fresh:
             if readonly or not create: raise StoreError(f"no setree store at {p}")
             if not p.parent.is_dir(): raise StoreError(f"cannot create store {p}: directory {p.parent} does not exist")
             if not os.access(p.parent, os.W_OK) or _read_only_fs(p.parent):
@@ -318,6 +319,9 @@ class Store:
             self._open()
         except BaseException as e:
             self.close()
+            if fresh and not _busy(e) and p.exists() and not p.stat().st_size:   # nothing of a store was written: leave no empty file behind
+                for f in (p, p.with_name(p.name + "-journal")): f.unlink(missing_ok=True)
+                if isinstance(e, sqlite3.DatabaseError): raise StoreError(f"cannot create store {p}: {e}") from e
             if isinstance(e, sqlite3.DatabaseError):
                 if _busy(e): raise StoreBusy(f"store {p} is locked by another connection (waited {self.timeout_s} s); retry") from e
                 if "file is not a database" in str(e): raise StoreError(f"{p} is not a setree store: not an SQLite database file, or a damaged one") from e
