@@ -122,3 +122,13 @@ def test_a_real_full_disk(tmp_path, tmpfs):
     assert p.returncode == 1 and lines(p) == [f"setree: error: the build failed: store {tmpfs / 'full.db'}: database or disk is full; "
                                               f"the store it had created, {tmpfs / 'full.db'}, is removed"], p.stderr
     assert list(tmpfs.iterdir()) == []
+
+def test_a_store_that_cannot_even_be_created_leaves_no_file(tmp_path, tmpfs):
+    (tmp_path / "facts.txt").write_text("\n".join(FACTS) + "\n")
+    with open(tmpfs / "filler", "wb") as f:   # fill the disk
+        try:
+            while True: f.write(b"\0" * 65536); f.flush()
+        except OSError: pass
+    p = run("insert", tmp_path / "facts.txt", "--db", tmpfs / "new.db", "--embedder", "hashing")
+    assert p.returncode == 2 and lines(p) == [f"setree: error: cannot create store {tmpfs / 'new.db'}: database or disk is full"], p.stderr
+    assert sorted(x.name for x in tmpfs.iterdir()) == ["filler"]
