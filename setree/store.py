@@ -382,7 +382,7 @@ class Store:
         if self._con is None: raise StoreError(f"store {self.path} is closed")
         return self._con
 
-# %% ../nbs/07_store.ipynb #9534eb9b
+# %% ../nbs/07_store.ipynb #7229aa44
 @patch
 def _txn(self:Store, fn, write:bool):
     with self._lock:
@@ -396,6 +396,7 @@ def _txn(self:Store, fn, write:bool):
                 raise
         except sqlite3.DatabaseError as e:
             if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
+            if getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CORRUPT: raise StoreDamaged(f"store {self.path} is damaged: {e}") from e   # "malformed"
             raise StoreError(f"store {self.path}: {e}") from e
 
 def _meta(con)->dict: return dict(con.execute("SELECT key, value FROM meta"))

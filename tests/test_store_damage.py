@@ -132,3 +132,19 @@ def test_a_store_that_cannot_even_be_created_leaves_no_file(tmp_path, tmpfs):
     p = run("insert", tmp_path / "facts.txt", "--db", tmpfs / "new.db", "--embedder", "hashing")
     assert p.returncode == 2 and lines(p) == [f"setree: error: cannot create store {tmpfs / 'new.db'}: database or disk is full"], p.stderr
     assert sorted(x.name for x in tmpfs.iterdir()) == ["filler"]
+
+def test_a_damaged_page_is_the_same_damage_everywhere(tmp_path):
+    "SQLite's own 'malformed' (a page overwritten): `StoreDamaged` from load and stats, exit 1 for a change, nothing queued."
+    from conftest import damage_an_index_page
+    from setree.store import Store, StoreDamaged
+    (tmp_path / "facts.txt").write_text("\n".join(FACTS) + "\n"); (tmp_path / "more.txt").write_text("milk is white\n")
+    db = tmp_path / "kb.db"
+    assert run("build", tmp_path / "facts.txt", "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    damage_an_index_page(db)
+    with Store(db, readonly=True) as s:
+        for f in (s.load, s.stats):
+            with pytest.raises(StoreDamaged, match="damaged"): f()
+    for args in (("insert", tmp_path / "more.txt"), ("stats",), ("retrieve", "sky")):
+        p = run(*args, "--db", db)
+        assert p.returncode == 1 and len(lines(p)) == 1 and "damaged" in p.stderr and "Error" not in p.stderr, (args, p.stderr)
+    c = sqlite3.connect(db); assert c.execute("SELECT count(*) FROM queue").fetchone()[0] == 0; c.close()
