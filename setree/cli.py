@@ -10,9 +10,9 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS', 'UsageError',
-           'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'cmd_build',
-           'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve',
-           'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
+           'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'PassFailed',
+           'cmd_build', 'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args',
+           'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
            'cmd_import_locomo', 'cmd_eval', 'main', 'one_line']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
@@ -230,16 +230,20 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #bd29eb93
+# %% ../nbs/08_cli.ipynb #c22490f4
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
+class PassFailed(Exception):
+    "A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`."
+    def __init__(self, msg:str, reason:str): super().__init__(msg); self.reason = reason
+
 def _pass(kb, args, what:str, ack)->dict|str|None:
-    "Run the maintenance pass unless --defer (None); `BUSY` when another pass holds the store; a failed pass is an error (its change stays queued)."
+    "Run the maintenance pass unless --defer (None); `BUSY` when another pass holds the store; a failed pass raises `PassFailed` (its change stays queued)."
     if getattr(args, "defer", False): return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
     except StoreBusy: return BUSY
-    if rep["error"]: raise RuntimeError(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it")
+    if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"])
     return rep
 
 # %% ../nbs/08_cli.ipynb #b9ca6a60
@@ -253,18 +257,21 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
             f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
 
-# %% ../nbs/08_cli.ipynb #310b3234
+# %% ../nbs/08_cli.ipynb #c52773a8
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
+    from setree.store import StoreError
     facts, cfg = read_facts(args.file), _build_config(args)
     t0, new = time.perf_counter(), not Path(args.db).exists()
     with _kb(args) as kb:
         kb._config = cfg
         if args.quiet: kb.progress = False
         before = int(kb.stats()["facts"]) if args.replace else 0
-        ack = _queue_build(kb, args, facts)
+        try: ack = _queue_build(kb, args, facts)
+        except StoreError as e: _failed_new(kb, new, "build", None, e)
         try: rep = _pass(kb, args, "build", ack)
         except KeyboardInterrupt: return _interrupted(kb, "build", ack, created=new)
+        except PassFailed as e: _failed_new(kb, new, "build", ack, e)
         if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path)
     data = {**_build_data(tree, cfg, len(facts), before, t0, path), "merged": ack.merged}
@@ -357,27 +364,40 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     print(f"setree: interrupted; {msg}", file=sys.stderr)
     return 130
 
-# %% ../nbs/08_cli.ipynb #c78759a3
-def _remove_new_store(kb)->bool:
-    "Close `kb` and delete its files (the store, `-wal`, `-shm`, `-lock`) if it holds no fact, no tree and no queued change; True if removed."
+# %% ../nbs/08_cli.ipynb #c5a8ff2e
+def _remove_new_store(kb, ours:int|None=None # the seq of this command's change, which may still be queued
+                     )->bool:
+    "Close `kb` and delete its files (the store, `-wal`, `-shm`, `-lock`) if it holds no fact, no tree and no queued change but `ours`; True if removed."
     from setree.store import StoreError
     try:
         with _open_store(str(kb.path)) as st: s = {**st.stats(), **st.queue_state()}
     except (StoreError, UsageError, KeyboardInterrupt): return False
-    if s.get("facts") or s.get("nodes") or s.get("pending"): return False
+    only_ours = s.get("pending") == 1 and s.get("queued_seq") == ours
+    if s.get("facts") or s.get("nodes") or (s.get("pending") and not only_ours): return False
     kb.close()
     for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{kb.path}{suffix}").unlink(missing_ok=True)
     return True
 
-# %% ../nbs/08_cli.ipynb #a947afd1
+# %% ../nbs/08_cli.ipynb #7f3984f9
+def _failed_new(kb, new:bool, # `new`: this command created the store file
+                what:str, ack, e:Exception):
+    "Raise `e`, the failure of a change (queuing it, or its pass); when this command created the store and it holds nothing but that change, remove it first and say so."
+    from setree.store import StoreBusy
+    if not new or isinstance(e, StoreBusy) or not _remove_new_store(kb, None if ack is None else ack.seq): raise e
+    raise PassFailed(f"the {what} failed: {getattr(e, 'reason', e)}; the store it had created, {kb.path}, is removed", getattr(e, "reason", str(e))) from None
+
+# %% ../nbs/08_cli.ipynb #d3629dfa
 def _mutate(args, what:str, fn)->int:
+    from setree.store import StoreError
     new = not Path(args.db).exists()
     with _kb(args, create=what == "insert") as kb:
         try: ack = fn(kb)
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint() if "like the markers" in str(e) else "")) from None
+        except StoreError as e: _failed_new(kb, new, what, None, e)
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         try: rep = _pass(kb, args, what, ack)
         except KeyboardInterrupt: return _interrupted(kb, what, ack, created=new)
+        except PassFailed as e: _failed_new(kb, new, what, ack, e)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep, ack, args.db)}", {"ack": ack.to_dict(), "pass": None if rep == BUSY else rep, **busy})
     return 0
@@ -396,12 +416,12 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #b1972d3c
+# %% ../nbs/08_cli.ipynb #5b3ca9e8
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass."
     with _kb(args, create=False) as kb:
         rep = kb.maintain()
-    if rep["error"]: raise RuntimeError(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact")
+    if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact", rep["error"])
     idle = not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"])
     _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep), rep)
     return 0
@@ -773,7 +793,7 @@ def _stops_as_interrupt():
     finally:
         for s, h in old.items(): signal.signal(s, h)
 
-# %% ../nbs/08_cli.ipynb #ebee0162
+# %% ../nbs/08_cli.ipynb #2f6de637
 CLUSTERING = {"build", "insert", "forget", "update", "maintain", "demo", "eval"}   # the commands that may import igraph
 
 def _igraph_without_matplotlib():
@@ -786,7 +806,7 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #5dca3388
+# %% ../nbs/08_cli.ipynb #64a1f3e5
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
@@ -810,7 +830,7 @@ def _main(argv):
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
-        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{one_line(e)}", file=sys.stderr); return 1
+        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' or isinstance(e, PassFailed) else type(e).__name__ + ': '}{one_line(e)}", file=sys.stderr); return 1
 
 def one_line(e:Exception # any error
             )->str: # its message on one line

@@ -757,7 +757,7 @@ def embedder_spec(name:str|None, # --embedder, or None
             return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #9a614ecf
+# %% ../nbs/08b_server.ipynb #048a11d8
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or an unusable store."""
@@ -782,6 +782,8 @@ def open_app(args)->MemoryServer:
         summarizer = ChatSummarizer(**summ_kw)
     try: kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
     except StoreError as e: raise UsageError(str(e)) from None
+    try: kb.stats()   # the loader's check: a store whose tree cannot be loaded is refused now (`StoreDamaged`, exit 1), not in every call
+    except BaseException: kb.close(); raise
     worker = _start_worker(path, {"embedder": spec, "config": cfg.to_dict() if cfg else None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
     return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 
@@ -818,19 +820,19 @@ def _exit_soon(app, code:int, wait_s:float=5.0):
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #05d7eda0
+# %% ../nbs/08b_server.ipynb #1052c3c4
 def cmd_serve(args # parsed `add_serve_args` arguments
-             )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 130 on Ctrl-C, 1 otherwise (a store found damaged while serving, as on the command line)
+             )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 130 on Ctrl-C, 1 otherwise (a damaged store, at start or while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
     Ctrl-C (SIGINT), SIGTERM or SIGHUP, while starting or serving, stops the pass worker and closes the store: one line `setree serve: interrupted`, exit 130."""
     from setree.cli import UsageError, one_line
-    from setree.store import StoreError
+    from setree.store import StoreDamaged, StoreError
     sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace")
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="setree serve: %(levelname)s %(name)s: %(message)s", force=True)
     log = logging.getLogger("setree.server")
     try:
         with stdout_to_stderr(): app = open_app(args)
-    except (UsageError, StoreError) as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 2
+    except (UsageError, StoreError) as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1 if isinstance(e, StoreDamaged) else 2
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return 130
     try: _serve(app)
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, 130)

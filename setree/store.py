@@ -14,8 +14,8 @@ from .fidelity import finalize
 
 # %% auto #0
 __all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS', 'DERIVED_FIELDS', 'StoreError',
-           'EmbedderMismatch', 'StoreBusy', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree',
-           'tree_diff', 'synthetic_tree']
+           'EmbedderMismatch', 'StoreBusy', 'StoreDamaged', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store',
+           'empty_tree', 'tree_diff', 'synthetic_tree']
 
 # %% ../nbs/07_store.ipynb #adcbbb82
 def _seconds(v, name:str)->float:
@@ -24,7 +24,7 @@ def _seconds(v, name:str)->float:
     if not (v >= 0 and v != float("inf")): raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v!r}")
     return float(v)
 
-# %% ../nbs/07_store.ipynb #086084be
+# %% ../nbs/07_store.ipynb #126acfc8
 class StoreError(Exception):
     "A setree store cannot be opened, read or written; the message says why."
 
@@ -36,6 +36,9 @@ class EmbedderMismatch(StoreError):
 
 class StoreBusy(StoreError):
     "Another connection held the write lock longer than the busy timeout; the operation can be retried."
+
+class StoreDamaged(StoreError):
+    "The store opens, but its rows do not make a tree (or SQLite's check fails): `load`, `stats` and every change refuse it alike."
 
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
@@ -78,7 +81,7 @@ def register_fact_array(name:str, # the `Tree` attribute: None, or a list of N o
 
 register_fact_array("terms", "<i4")   # the lexical (BM25) term ids of each fact, `Tree.terms` (see the cover chapter)
 
-# %% ../nbs/07_store.ipynb #dcc8e425
+# %% ../nbs/07_store.ipynb #49b61487
 def _le(a:np.ndarray, name:str)->np.ndarray:
     "`a` as a C-contiguous little-endian numeric array; `InvalidTree` for other dtypes."
     a = np.asarray(a)
@@ -101,7 +104,7 @@ def _read_arrays(rows)->dict[str, np.ndarray]:
         a = np.empty(shape, np.dtype(dt).newbyteorder("="))
         buf, off = a.reshape(-1).view(np.uint8), 0
         for c in chunks: buf[off:off + len(c)] = np.frombuffer(c, np.uint8); off += len(c)
-        if off != a.nbytes: raise StoreError(f"array {name!r} is damaged: {off} bytes stored, {a.nbytes} expected for shape {shape}")
+        if off != a.nbytes: raise StoreDamaged(f"array {name!r} is damaged: {off} bytes stored, {a.nbytes} expected for shape {shape}")
         out[name] = a
     return out
 
@@ -257,7 +260,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #862068eb
+# %% ../nbs/07_store.ipynb #97d55062
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -295,9 +298,12 @@ class Store:
         self._empty_file = False   # an existing 0-byte file: refused in `_open` unless another process creates the store meanwhile
         p = self.path
         if p.is_dir(): raise StoreError(f"{p} is a directory, not a setree store file")
-        if not p.exists():
+        fresh = not p.exists()   # this call creates the file: a creation that fails (a full disk) removes what it left
+        if fresh:
             if readonly or not create: raise StoreError(f"no setree store at {p}")
             if not p.parent.is_dir(): raise StoreError(f"cannot create store {p}: directory {p.parent} does not exist")
+            if not os.access(p.parent, os.W_OK) or _read_only_fs(p.parent):
+                raise StoreError(f"cannot create store {p}: directory {p.parent} is not writable")
         else:
             if not os.access(p, os.R_OK): raise StoreError(f"store file {p} is not readable (permission denied)")
             if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable: a change needs write access to it (reading does not: readonly=True in the library, retrieve, stats or inspect on the command line)")
@@ -313,6 +319,9 @@ class Store:
             self._open()
         except BaseException as e:
             self.close()
+            if fresh and not _busy(e) and p.exists() and not p.stat().st_size:   # nothing of a store was written: leave no empty file behind
+                for f in (p, p.with_name(p.name + "-journal")): f.unlink(missing_ok=True)
+                if isinstance(e, sqlite3.DatabaseError): raise StoreError(f"cannot create store {p}: {e}") from e
             if isinstance(e, sqlite3.DatabaseError):
                 if _busy(e): raise StoreBusy(f"store {p} is locked by another connection (waited {self.timeout_s} s); retry") from e
                 if "file is not a database" in str(e): raise StoreError(f"{p} is not a setree store: not an SQLite database file, or a damaged one") from e
@@ -373,7 +382,7 @@ class Store:
         if self._con is None: raise StoreError(f"store {self.path} is closed")
         return self._con
 
-# %% ../nbs/07_store.ipynb #9534eb9b
+# %% ../nbs/07_store.ipynb #7229aa44
 @patch
 def _txn(self:Store, fn, write:bool):
     with self._lock:
@@ -387,6 +396,7 @@ def _txn(self:Store, fn, write:bool):
                 raise
         except sqlite3.DatabaseError as e:
             if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
+            if getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CORRUPT: raise StoreDamaged(f"store {self.path} is damaged: {e}") from e   # "malformed"
             raise StoreError(f"store {self.path}: {e}") from e
 
 def _meta(con)->dict: return dict(con.execute("SELECT key, value FROM meta"))
@@ -463,7 +473,7 @@ def save(self:Store, tree:Tree, # the tree to store; replaces whatever the store
     self._txn(write, write=True)
     tree._keys = K
 
-# %% ../nbs/07_store.ipynb #f784c896
+# %% ../nbs/07_store.ipynb #bcf2e256
 def empty_tree(embedder_id:str="", # identity to record
                config:dict|None=None, # config to record
               )->Tree:
@@ -514,7 +524,7 @@ def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, 
     cols = list(zip(*nrows)) if nrows else [[]] * 13
     K = np.array(cols[0], np.int64)
     if N and not np.array_equal(K[:N], np.array([r[0] for r in frows], np.int64)):
-        raise StoreError("store is damaged: the fact rows and the fact nodes do not match")
+        raise ValueError("the fact rows and the fact nodes do not match")
     texts = [frows[v][2] if s is None and v < N else s for v, s in enumerate(cols[3])]
     emb = _stack(cols[10], layout["emb_dtype"], d) if M else np.zeros((0, d), np.dtype(layout["emb_dtype"]).newbyteorder("="))
     par_k = np.array(cols[2], np.int64)
@@ -562,7 +572,7 @@ def _levels_from_rows(mrows:list, K:np.ndarray, emb:np.ndarray, n_levels:int)->l
                                    knn_sim=_stack([sims[j] for j in o.tolist()], "<f4", k) if rows else np.zeros((0, 0), np.float32)))
     return levels
 
-# %% ../nbs/07_store.ipynb #5b7066bf
+# %% ../nbs/07_store.ipynb #7eb8fd2c
 _SELECT_NODES = "SELECT k, level, parent, text, tokens, summarizer, faithfulness, count, loss, dloss, emb, leaf_sum, quotes FROM nodes ORDER BY level, k"
 
 def _read_tree(con, path)->Tree:
@@ -573,7 +583,7 @@ def _read_tree(con, path)->Tree:
     frows = con.execute("SELECT k, id, text, meta, truncated FROM facts ORDER BY k").fetchall()
     nrows = con.execute(_SELECT_NODES).fetchall()
     if len(frows) != int(meta["n_facts"]) or len(nrows) != int(meta["n_nodes"]):
-        raise StoreError(f"store {path} is damaged: {len(frows)} facts / {len(nrows)} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
+        raise StoreDamaged(f"store {path} is damaged: {len(frows)} facts / {len(nrows)} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
     mrows = con.execute("SELECT * FROM members ORDER BY l, k").fetchall()
     farows = con.execute("SELECT name, k, data FROM fact_arrays").fetchall() if json.loads(meta["layout"]).get("fact_arrays") else []
     arrs = _read_arrays(con.execute("SELECT * FROM arrays ORDER BY name, chunk"))
@@ -581,18 +591,22 @@ def _read_tree(con, path)->Tree:
     t._generation = int(meta.get("generation", "0"))
     return t
 
+def _load_in(con, path)->Tree:
+    "The stored tree, read in the open transaction: the one check of a store's contents (`load`, `stats`, every change). Raises `StoreDamaged`."
+    try: return _read_tree(con, path)
+    except (ValueError, KeyError, IndexError, TypeError) as e: raise StoreDamaged(f"store {path} is damaged: {e}") from None
+
 @patch
 def load(self:Store)->Tree:
-    "The stored tree (equal to the one saved: arrays, texts, ids, metadata, levels, config); the empty tree for a never-saved store."
-    try: return self._txn(lambda con: _read_tree(con, self.path), write=False)
-    except (ValueError, KeyError, IndexError, TypeError) as e: raise StoreError(f"store {self.path} is damaged: {e}") from None
+    "The stored tree (equal to the one saved: arrays, texts, ids, metadata, levels, config); the empty tree for a never-saved store. Raises `StoreDamaged` when the rows do not make a tree."
+    return self._txn(lambda con: _load_in(con, self.path), write=False)
 
 @patch
 def generation(self:Store)->int:
     "A number that grows with every committed save or maintenance pass (cheap: one row of `meta`)."
     return self._txn(lambda con: int(_meta(con).get("generation", "0")), write=False)
 
-# %% ../nbs/07_store.ipynb #99100c75
+# %% ../nbs/07_store.ipynb #e16421b3
 def _unpack_ragged(flat:np.ndarray, offs:np.ndarray)->list[np.ndarray]:
     o = offs.tolist()
     return [flat[a:b] for a, b in zip(o[:-1], o[1:])]
@@ -603,7 +617,7 @@ def _read_v1(con, meta:dict, path)->Tree:
     nrows = con.execute("SELECT * FROM nodes ORDER BY v").fetchall()
     arrs = _read_arrays(con.execute("SELECT * FROM arrays ORDER BY name, chunk"))
     if len(frows) != int(meta["n_facts"]) or len(nrows) != int(meta["n_nodes"]):
-        raise StoreError(f"store {path} is damaged: {len(frows)} facts / {len(nrows)} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
+        raise StoreDamaged(f"store {path} is damaged: {len(frows)} facts / {len(nrows)} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
     layout, N = json.loads(meta["layout"]), len(frows)
     metas = json.loads("[" + ",".join(r[3] for r in frows) + "]")
     facts = [Fact(r[1], r[2], m) for r, m in zip(frows, metas)]
@@ -652,11 +666,12 @@ def _canonical_level(lv:ClusterLevel)->ClusterLevel:
                         community=np.asarray(lv.community)[o], knn_idx=np.where(idx >= 0, inv[np.maximum(idx, 0)], -1),
                         knn_sim=np.asarray(lv.knn_sim)[o])
 
-# %% ../nbs/07_store.ipynb #9e20abf9
+# %% ../nbs/07_store.ipynb #beab2718
 @patch
-def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), read in the same transaction
+def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), read in the same transaction
+          check_tree:bool=True, # also read the tree as `load` does (its check); False: SQLite's quick_check only
          )->dict:
-    "Summary of the store, read in one transaction: facts, nodes, levels, depth, embedder_id, seed, schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreError` for a damaged file (SQLite `PRAGMA quick_check`)."
+    "Summary of the store, read in one transaction: facts, nodes, levels, depth, embedder_id, seed, schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreDamaged` for a damaged file (SQLite `PRAGMA quick_check`) or rows `load` refuses (its message)."
     def read(con):
         meta = _meta(con)
         n_facts = con.execute("SELECT count(*) FROM facts").fetchone()[0]
@@ -668,9 +683,11 @@ def stats(self:Store, queue:bool=False # also the queue state (`queue_state`), r
                    summarizers=dict(con.execute(f"SELECT summarizer, count(*) FROM nodes WHERE {internal[0]} GROUP BY summarizer ORDER BY summarizer", internal[1])),
                    truncated=con.execute("SELECT coalesce(sum(truncated), 0) FROM facts").fetchone()[0])
         if queue: out.update(_queue_in(con) if self.version >= 2 else dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None))
-        return out, [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
-    out, problems = self._txn(read, write=False)
-    if problems != ["ok"]: raise StoreError(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})")
+        problems = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]: raise StoreDamaged(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})")
+        if check_tree: _load_in(con, self.path)
+        return out
+    out = self._txn(read, write=False)
     out["integrity"] = "ok"
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
