@@ -13,7 +13,7 @@ __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP'
            'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'PassFailed',
            'cmd_build', 'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args',
            'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
-           'cmd_import_locomo', 'cmd_eval', 'main', 'one_line']
+           'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'one_line']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -349,7 +349,7 @@ def _marker_hint()->str:
     "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
     return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
-# %% ../nbs/08_cli.ipynb #9305627e
+# %% ../nbs/08_cli.ipynb #1bed3596
 def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
                 )->int:
     """Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened.
@@ -362,7 +362,7 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     elif gone is None: msg = f"the {what} stays queued (seq {ack.seq}): the next pass applies it"
     else: msg = f"the {what} had already been applied (seq {ack.seq})"
     print(f"setree: interrupted; {msg}", file=sys.stderr)
-    return 130
+    return interrupted_code()
 
 # %% ../nbs/08_cli.ipynb #c5a8ff2e
 def _remove_new_store(kb, ours:int|None=None # the seq of this command's change, which may still be queued
@@ -781,17 +781,24 @@ def _data_parsers(sub):
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
     el.add_argument("--config", default=None, help="strict JSON config file"); el.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-# %% ../nbs/08_cli.ipynb #decad677
+# %% ../nbs/08_cli.ipynb #f206ac4d
 @contextlib.contextmanager
 def _stops_as_interrupt():
     "Within: SIGTERM and SIGHUP raise `KeyboardInterrupt` (main thread only; elsewhere signals cannot be handled)."
     import signal, threading
     if threading.current_thread() is not threading.main_thread(): yield; return
-    def stop(signum, frame): raise KeyboardInterrupt(signal.Signals(signum).name)
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    def stop(signum, frame): _STOPPED_BY[0] = signum; raise KeyboardInterrupt(signal.Signals(signum).name)
+    old, _STOPPED_BY[0] = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}, None
     try: yield
     finally:
         for s, h in old.items(): signal.signal(s, h)
+
+_STOPPED_BY = [None]   # the stop signal (SIGTERM, SIGHUP) that raised the last `KeyboardInterrupt`; None: Ctrl-C
+
+def interrupted_code()->int:
+    "The exit code of a command stopped by a signal: 128 + its number, as a shell reports it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."
+    import signal
+    return 128 + (_STOPPED_BY[0] or signal.SIGINT)
 
 # %% ../nbs/08_cli.ipynb #2f6de637
 CLUSTERING = {"build", "insert", "forget", "update", "maintain", "demo", "eval"}   # the commands that may import igraph
@@ -806,13 +813,13 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #64a1f3e5
+# %% ../nbs/08_cli.ipynb #03605386
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
 
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
-        )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small
+        )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small, 128 + the signal's number when stopped (130 Ctrl-C)
     "Entry point of the `setree` console script: one line on stderr and a non-zero exit for any error, never a traceback."
     with _stops_as_interrupt(): return _main(argv)
 
@@ -826,7 +833,8 @@ def _main(argv):
         if own and args.command in CLUSTERING: _igraph_without_matplotlib()
         return COMMANDS[args.command](args)
     except UsageError as e: print(f"setree: error: {one_line(e)}", file=sys.stderr); return 2
-    except KeyboardInterrupt: print("setree: interrupted", file=sys.stderr); return 130
+    except KeyboardInterrupt:   # `setree serve` says so in its own name, even while it is still starting
+        print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr); return interrupted_code()
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
