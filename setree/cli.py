@@ -511,7 +511,7 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #1a112ed3
+# %% ../nbs/08_cli.ipynb #802f3c5d
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
@@ -520,17 +520,29 @@ def cmd_retrieve(args)->int:
     if args.all_fact_ids and not args.json and args.prompts_file is None: raise UsageError("--all-fact-ids lists ids in the JSON output: add --json")
     if args.prompt == "-": args.prompt = _utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")   # `-`: the prompt is stdin
     prompts = [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
+    t0 = time.perf_counter()
     tree, _ = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
-    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params) for prompt in prompts)
+    emb = _query_embedder(tree)
+    startup = {"startup_ms": 1000 * (time.perf_counter() - t0)}   # once: in the first answer's JSON
+    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, startup if i == 0 else {}) for i, prompt in enumerate(prompts))
 
-# %% ../nbs/08_cli.ipynb #0dbba71c
-def _retrieve_one(args, tree, prompt:str, budget:int|None, params)->int:
+def _query_embedder(tree):
+    "The tree's embedder, loaded and warmed by one query, so that each answer's `latency_ms` is its own; None for an empty tree (no query is embedded)."
+    from setree.cover import _tree_embedder
+    if tree.n_nodes == 0: return None
+    emb = _tree_embedder(tree); emb.embed_query("warm up")
+    return emb
+
+# %% ../nbs/08_cli.ipynb #3b4e0fdb
+def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None, # the loaded query embedder (None: the tree's own)
+                  extra:dict|None=None, # more fields of the JSON answer (`startup_ms` in the first)
+                 )->int:
     "Print the answer to one prompt; its exit code: 3 when `budget` is below the cheapest cover, else 0."
     from setree.cover import cover_data, retrieve
-    try: cover = retrieve(tree, prompt, budget=budget, params=params)
+    try: cover = retrieve(tree, prompt, budget=budget, params=params, embedder=embedder)
     except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
-    data = cover_data(cover, args.all_fact_ids)   # the same fields as the MCP server's structured result
+    data = {**cover_data(cover, args.all_fact_ids), **(extra or {})}   # the same fields as the MCP server's structured result
     if args.prompts_file is not None: print(json.dumps({"prompt": prompt, **data}, ensure_ascii=False))
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
