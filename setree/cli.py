@@ -426,13 +426,13 @@ def cmd_maintain(args)->int:
     _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep), rep)
     return 0
 
-# %% ../nbs/08_cli.ipynb #5453355d
+# %% ../nbs/08_cli.ipynb #afaa19bf
 def _serve_module():
     try: import setree.server as srv
     except ImportError as e:
         name = getattr(e, "name", None) or ""
         if name == "setree.server" or name.split(".")[0] in ("mcp", "anyio") or "setree.server" in str(e):
-            raise UsageError("the MCP server is not available in this installation: it needs the MCP SDK (pip install 'setree[mcp]')") from None
+            raise UsageError("the MCP server is not available in this installation: it needs the MCP SDK: pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"") from None
         raise
     return srv
 

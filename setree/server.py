@@ -14,7 +14,7 @@ __all__ = ['TOOLS', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams',
            'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
            'open_app', 'cmd_serve', 'main']
 
-# %% ../nbs/08b_server.ipynb #b4e51f2b
+# %% ../nbs/08b_server.ipynb #87a34304
 try:
     import anyio
     import mcp.types as mt
@@ -23,7 +23,7 @@ try:
     from mcp.shared.message import SessionMessage
     from pydantic import ValidationError
 except ImportError as e:  # the server is an optional extra
-    raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)", name=e.name or "mcp") from e
+    raise ImportError("the setree MCP server needs the MCP SDK (mcp>=2.3,<3): pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"", name=e.name or "mcp") from e
 
 # %% ../nbs/08b_server.ipynb #02c84006
 from . import __version__
@@ -757,7 +757,7 @@ def embedder_spec(name:str|None, # --embedder, or None
             return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #048a11d8
+# %% ../nbs/08b_server.ipynb #4fa0ba84
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or an unusable store."""
