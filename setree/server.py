@@ -757,10 +757,11 @@ def embedder_spec(name:str|None, # --embedder, or None
             return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #4fa0ba84
+# %% ../nbs/08b_server.ipynb #f9d2a163
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
-    the writer. Raises `UsageError` for bad arguments or an unusable store."""
+    the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
+    tree cannot be loaded (the loader's check, as `setree stats` makes it)."""
     from setree.cli import UsageError, check_llm_flags, load_config
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
