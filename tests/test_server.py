@@ -510,13 +510,13 @@ def test_bad_cover_config_refused_at_start(tmp_path):
     assert p.returncode == 2 and str(lib.value) in p.stderr and "Traceback" not in p.stderr, (p.returncode, p.stderr)
     assert not (tmp_path / "kb.db").exists()
 
-def _ctrl_c(args, after, tmp_path, sig=signal.SIGINT, group=True):
+def _ctrl_c(args, after, tmp_path, sig=signal.SIGINT, group=True, module=False):
     """Start `setree serve ARGS` in its own process group, stdin open; after `after(proc, stderr_path)` is true, `sig` to the whole group
-    (SIGINT: a terminal's Ctrl-C) or, `group=False`, to the server only (`kill PID`)."""
+    (SIGINT: a terminal's Ctrl-C) or, `group=False`, to the server only (`kill PID`). `module`: run `python -m setree.server ARGS` instead."""
     errpath = tmp_path / "serve.err"
     code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
     with open(errpath, "w", encoding="utf-8") as err:
-        p = subprocess.Popen([sys.executable, "-c", code, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+        p = subprocess.Popen([*SERVE, *args] if module else [sys.executable, "-c", code, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                              start_new_session=True)
         t0 = time.monotonic()
         while not after(p, errpath) and p.poll() is None and time.monotonic() - t0 < 120: time.sleep(0.05)
@@ -567,3 +567,8 @@ def test_stopped_before_the_server_module_is_loaded_says_setree_serve(tmp_path, 
     r = subprocess.run([sys.executable, "-c", code, "serve", *serve_args(tmp_path / "kb.db")], capture_output=True, text=True, timeout=120,
                        stdin=subprocess.DEVNULL)
     assert (r.returncode, r.stderr) == (128 + sig, "setree serve: interrupted\n"), (r.returncode, r.stderr)
+
+def test_sigterm_stops_python_m_setree_server_too(tmp_path):
+    "`python -m setree.server` (what MCP clients are often configured to start) takes SIGTERM as `setree serve` does."
+    code, err = _ctrl_c(serve_args(tmp_path / "kb.db"), serving, tmp_path, sig=signal.SIGTERM, group=False, module=True)
+    assert (code, err.strip().splitlines()[-1]) == (143, "setree serve: interrupted"), (code, err)
