@@ -511,7 +511,7 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #802f3c5d
+# %% ../nbs/08_cli.ipynb #c3c67005
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
@@ -523,15 +523,16 @@ def cmd_retrieve(args)->int:
     t0 = time.perf_counter()
     tree, _ = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
-    emb = _query_embedder(tree)
+    emb = _warm_retrieval(tree, params)
     startup = {"startup_ms": 1000 * (time.perf_counter() - t0)}   # once: in the first answer's JSON
     return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, startup if i == 0 else {}) for i, prompt in enumerate(prompts))
 
-def _query_embedder(tree):
-    "The tree's embedder, loaded and warmed by one query, so that each answer's `latency_ms` is its own; None for an empty tree (no query is embedded)."
-    from setree.cover import _tree_embedder
+def _warm_retrieval(tree, params):
+    """The tree's embedder, loaded and warmed by one throwaway retrieval (which also sets up what the first cover of a process builds
+    once: the tree's index, the token counts of the markers), so that each answer's `latency_ms` is its own; None for an empty tree."""
+    from setree.cover import _tree_embedder, retrieve
     if tree.n_nodes == 0: return None
-    emb = _tree_embedder(tree); emb.embed_query("warm up")
+    emb = _tree_embedder(tree); retrieve(tree, "warm up", params=params, embedder=emb)
     return emb
 
 # %% ../nbs/08_cli.ipynb #3b4e0fdb
