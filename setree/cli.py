@@ -511,7 +511,7 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #c3c67005
+# %% ../nbs/08_cli.ipynb #dcf4bb4f
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
@@ -532,7 +532,9 @@ def _warm_retrieval(tree, params):
     once: the tree's index, the token counts of the markers), so that each answer's `latency_ms` is its own; None for an empty tree."""
     from setree.cover import _tree_embedder, retrieve
     if tree.n_nodes == 0: return None
-    emb = _tree_embedder(tree); retrieve(tree, "warm up", params=params, embedder=emb)
+    emb = _tree_embedder(tree)
+    try: retrieve(tree, "warm up", params=params, embedder=emb)
+    except (ValueError, TypeError): pass   # whatever is refused here is refused again, in the command's words, for the first prompt
     return emb
 
 # %% ../nbs/08_cli.ipynb #3b4e0fdb
