@@ -13,7 +13,7 @@ __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP'
            'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'PassFailed',
            'cmd_build', 'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args',
            'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
-           'cmd_import_locomo', 'cmd_eval', 'main', 'one_line']
+           'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'one_line']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -349,7 +349,7 @@ def _marker_hint()->str:
     "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
     return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
-# %% ../nbs/08_cli.ipynb #9305627e
+# %% ../nbs/08_cli.ipynb #1bed3596
 def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
                 )->int:
     """Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened.
@@ -362,7 +362,7 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     elif gone is None: msg = f"the {what} stays queued (seq {ack.seq}): the next pass applies it"
     else: msg = f"the {what} had already been applied (seq {ack.seq})"
     print(f"setree: interrupted; {msg}", file=sys.stderr)
-    return 130
+    return interrupted_code()
 
 # %% ../nbs/08_cli.ipynb #c5a8ff2e
 def _remove_new_store(kb, ours:int|None=None # the seq of this command's change, which may still be queued
@@ -426,13 +426,13 @@ def cmd_maintain(args)->int:
     _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep), rep)
     return 0
 
-# %% ../nbs/08_cli.ipynb #5453355d
+# %% ../nbs/08_cli.ipynb #afaa19bf
 def _serve_module():
     try: import setree.server as srv
     except ImportError as e:
         name = getattr(e, "name", None) or ""
         if name == "setree.server" or name.split(".")[0] in ("mcp", "anyio") or "setree.server" in str(e):
-            raise UsageError("the MCP server is not available in this installation: it needs the MCP SDK (pip install 'setree[mcp]')") from None
+            raise UsageError("the MCP server is not available in this installation: it needs the MCP SDK: pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"") from None
         raise
     return srv
 
@@ -511,7 +511,7 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #1a112ed3
+# %% ../nbs/08_cli.ipynb #dcf4bb4f
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
@@ -520,17 +520,32 @@ def cmd_retrieve(args)->int:
     if args.all_fact_ids and not args.json and args.prompts_file is None: raise UsageError("--all-fact-ids lists ids in the JSON output: add --json")
     if args.prompt == "-": args.prompt = _utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")   # `-`: the prompt is stdin
     prompts = [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
+    t0 = time.perf_counter()
     tree, _ = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
-    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params) for prompt in prompts)
+    emb = _warm_retrieval(tree, params)
+    startup = {"startup_ms": 1000 * (time.perf_counter() - t0)}   # once: in the first answer's JSON
+    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, startup if i == 0 else {}) for i, prompt in enumerate(prompts))
 
-# %% ../nbs/08_cli.ipynb #0dbba71c
-def _retrieve_one(args, tree, prompt:str, budget:int|None, params)->int:
+def _warm_retrieval(tree, params):
+    """The tree's embedder, loaded and warmed by one throwaway retrieval (which also sets up what the first cover of a process builds
+    once: the tree's index, the token counts of the markers), so that each answer's `latency_ms` is its own; None for an empty tree."""
+    from setree.cover import _tree_embedder, retrieve
+    if tree.n_nodes == 0: return None
+    emb = _tree_embedder(tree)
+    try: retrieve(tree, "warm up", params=params, embedder=emb)
+    except (ValueError, TypeError): pass   # whatever is refused here is refused again, in the command's words, for the first prompt
+    return emb
+
+# %% ../nbs/08_cli.ipynb #3b4e0fdb
+def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None, # the loaded query embedder (None: the tree's own)
+                  extra:dict|None=None, # more fields of the JSON answer (`startup_ms` in the first)
+                 )->int:
     "Print the answer to one prompt; its exit code: 3 when `budget` is below the cheapest cover, else 0."
     from setree.cover import cover_data, retrieve
-    try: cover = retrieve(tree, prompt, budget=budget, params=params)
+    try: cover = retrieve(tree, prompt, budget=budget, params=params, embedder=embedder)
     except (ValueError, TypeError) as e: raise UsageError(str(e)) from None
-    data = cover_data(cover, args.all_fact_ids)   # the same fields as the MCP server's structured result
+    data = {**cover_data(cover, args.all_fact_ids), **(extra or {})}   # the same fields as the MCP server's structured result
     if args.prompts_file is not None: print(json.dumps({"prompt": prompt, **data}, ensure_ascii=False))
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
@@ -781,17 +796,24 @@ def _data_parsers(sub):
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
     el.add_argument("--config", default=None, help="strict JSON config file"); el.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-# %% ../nbs/08_cli.ipynb #decad677
+# %% ../nbs/08_cli.ipynb #f206ac4d
 @contextlib.contextmanager
 def _stops_as_interrupt():
     "Within: SIGTERM and SIGHUP raise `KeyboardInterrupt` (main thread only; elsewhere signals cannot be handled)."
     import signal, threading
     if threading.current_thread() is not threading.main_thread(): yield; return
-    def stop(signum, frame): raise KeyboardInterrupt(signal.Signals(signum).name)
-    old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    def stop(signum, frame): _STOPPED_BY[0] = signum; raise KeyboardInterrupt(signal.Signals(signum).name)
+    old, _STOPPED_BY[0] = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}, None
     try: yield
     finally:
         for s, h in old.items(): signal.signal(s, h)
+
+_STOPPED_BY = [None]   # the stop signal (SIGTERM, SIGHUP) that raised the last `KeyboardInterrupt`; None: Ctrl-C
+
+def interrupted_code()->int:
+    "The exit code of a command stopped by a signal: 128 + its number, as a shell reports it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."
+    import signal
+    return 128 + (_STOPPED_BY[0] or signal.SIGINT)
 
 # %% ../nbs/08_cli.ipynb #2f6de637
 CLUSTERING = {"build", "insert", "forget", "update", "maintain", "demo", "eval"}   # the commands that may import igraph
@@ -806,13 +828,13 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #64a1f3e5
+# %% ../nbs/08_cli.ipynb #03605386
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
 
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
-        )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small
+        )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small, 128 + the signal's number when stopped (130 Ctrl-C)
     "Entry point of the `setree` console script: one line on stderr and a non-zero exit for any error, never a traceback."
     with _stops_as_interrupt(): return _main(argv)
 
@@ -826,7 +848,8 @@ def _main(argv):
         if own and args.command in CLUSTERING: _igraph_without_matplotlib()
         return COMMANDS[args.command](args)
     except UsageError as e: print(f"setree: error: {one_line(e)}", file=sys.stderr); return 2
-    except KeyboardInterrupt: print("setree: interrupted", file=sys.stderr); return 130
+    except KeyboardInterrupt:   # `setree serve` says so in its own name, even while it is still starting
+        print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr); return interrupted_code()
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type

@@ -14,7 +14,7 @@ __all__ = ['TOOLS', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams',
            'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
            'open_app', 'cmd_serve', 'main']
 
-# %% ../nbs/08b_server.ipynb #b4e51f2b
+# %% ../nbs/08b_server.ipynb #87a34304
 try:
     import anyio
     import mcp.types as mt
@@ -23,7 +23,7 @@ try:
     from mcp.shared.message import SessionMessage
     from pydantic import ValidationError
 except ImportError as e:  # the server is an optional extra
-    raise ImportError("the setree MCP server needs the MCP SDK: pip install 'setree[mcp]' (mcp>=2.3,<3)", name=e.name or "mcp") from e
+    raise ImportError("the setree MCP server needs the MCP SDK (mcp>=2.3,<3): pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"", name=e.name or "mcp") from e
 
 # %% ../nbs/08b_server.ipynb #02c84006
 from . import __version__
@@ -757,10 +757,11 @@ def embedder_spec(name:str|None, # --embedder, or None
             return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #048a11d8
+# %% ../nbs/08b_server.ipynb #f9d2a163
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
-    the writer. Raises `UsageError` for bad arguments or an unusable store."""
+    the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
+    tree cannot be loaded (the loader's check, as `setree stats` makes it)."""
     from setree.cli import UsageError, check_llm_flags, load_config
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
@@ -820,12 +821,12 @@ def _exit_soon(app, code:int, wait_s:float=5.0):
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #1052c3c4
+# %% ../nbs/08b_server.ipynb #4e29da1e
 def cmd_serve(args # parsed `add_serve_args` arguments
-             )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 130 on Ctrl-C, 1 otherwise (a damaged store, at start or while serving, as on the command line)
+             )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 128 + the signal's number when stopped (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 1 otherwise (a damaged store, at start or while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
-    Ctrl-C (SIGINT), SIGTERM or SIGHUP, while starting or serving, stops the pass worker and closes the store: one line `setree serve: interrupted`, exit 130."""
-    from setree.cli import UsageError, one_line
+    Ctrl-C (SIGINT), SIGTERM or SIGHUP, while starting or serving, stops the pass worker and closes the store: one line `setree serve: interrupted`, exit 128 + the signal's number (`interrupted_code`)."""
+    from setree.cli import UsageError, interrupted_code, one_line
     from setree.store import StoreDamaged, StoreError
     sys.stderr.reconfigure(encoding="utf-8", errors="backslashreplace")
     logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="setree serve: %(levelname)s %(name)s: %(message)s", force=True)
@@ -833,16 +834,16 @@ def cmd_serve(args # parsed `add_serve_args` arguments
     try:
         with stdout_to_stderr(): app = open_app(args)
     except (UsageError, StoreError) as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1 if isinstance(e, StoreDamaged) else 2
-    except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return 130
+    except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return interrupted_code()
     try: _serve(app)
-    except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, 130)
+    except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, interrupted_code())
     except StoreError as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1   # a store found damaged while serving (its message says so): a store failure, exit 1 as for every command
     except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
     finally: app.close()
     return 0
 
-# %% ../nbs/08b_server.ipynb #675fc19d
-INTERRUPTED = "setree serve: interrupted"   # Ctrl-C: the one line, starting or serving (exit 130)
+# %% ../nbs/08b_server.ipynb #777219bc
+INTERRUPTED = "setree serve: interrupted"   # Ctrl-C or a stop signal: the one line, starting or serving (exit 128 + the signal's number)
 
 def _serve(app:MemoryServer):
     "Say what is served, then serve MCP on stdio until the client closes stdin."
@@ -854,8 +855,8 @@ def _serve(app:MemoryServer):
 
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         )->int:
-    "`python -m setree.server --db PATH [...]`: the same as `setree serve`."
-    from setree.cli import add_serve_args
-    return cmd_serve(add_serve_args(argparse.ArgumentParser(prog="setree serve", description="setree as an MCP server on stdio")).parse_args(argv))
+    "`python -m setree.server --db PATH [...]`: the same as `setree serve` (SIGTERM and SIGHUP stop it as Ctrl-C does)."
+    from setree.cli import _stops_as_interrupt, add_serve_args
+    with _stops_as_interrupt(): return cmd_serve(add_serve_args(argparse.ArgumentParser(prog="setree serve", description="setree as an MCP server on stdio")).parse_args(argv))
 
 if __name__ == "__main__" and "__file__" in globals(): sys.exit(main())  # `python -m setree.server`; never inside a notebook

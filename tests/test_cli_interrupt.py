@@ -1,5 +1,5 @@
 """Ctrl-C (SIGINT), SIGTERM or SIGHUP during a change's maintenance pass, sent to a real `setree` process: the change is withdrawn, the
-store is as it was (a store the command created is removed)."""
+store is as it was (a store the command created is removed), and the exit code is 128 + the signal's number."""
 import json, signal, subprocess, sys, time
 import pytest
 
@@ -36,7 +36,7 @@ def test_ctrl_c_during_build_replace_leaves_the_store(tmp_path, sig):
     small.write_text("".join(f"the user keeps note number {i} about cats\n" for i in range(12)), encoding="utf-8")
     assert setree("build", small, "--db", db, "--embedder", "hashing").returncode == 0
     code, err = interrupt_build(db, big, "--replace", sig=sig)
-    assert code == 130, (code, err)
+    assert code == 128 + sig, (code, err)                              # as a shell reports a process that signal stopped: 130, 143, 129
     assert "interrupted; the build was withdrawn" in err, err
     st = json.loads(setree("stats", "--db", db, "--json").stdout)
     assert (st["facts"], st["pending"]) == (12, 0), st
@@ -44,10 +44,21 @@ def test_ctrl_c_during_build_replace_leaves_the_store(tmp_path, sig):
     assert r.returncode == 0, r.stderr
     assert json.loads(setree("stats", "--db", db, "--json").stdout)["facts"] == 13
 
-def test_ctrl_c_during_the_first_build_removes_the_store_it_created(tmp_path):
-    "Ctrl-C during the pass of a build that created the store: the change is withdrawn and the files it created are gone."
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_during_the_first_build_removes_the_store_it_created(tmp_path, sig):
+    "Ctrl-C or SIGTERM during the pass of a build that created the store: the change is withdrawn and the files it created are gone."
     db = tmp_path / "kb.db"
-    code, err = interrupt_build(db, big_file(tmp_path / "big.txt"))
-    assert code == 130, (code, err)
+    code, err = interrupt_build(db, big_file(tmp_path / "big.txt"), sig=sig)
+    assert code == 128 + sig, (code, err)
     assert f"the build was withdrawn (seq 1); the store it had created, {db.resolve()}, is removed" in err, err
     assert sorted(x.name for x in tmp_path.iterdir()) == ["big.txt"]
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_outside_a_pass_exits_128_plus_its_number(tmp_path, sig):
+    "A signal while a command reads (no change to withdraw): the one line `setree: interrupted` and 128 + the signal's number."
+    code = ("import os, signal, sys, setree.cli as cli\n"
+            "def stopped(args): os.kill(os.getpid(), signal.%s); signal.pause()\n"      # the signal arrives while the command runs
+            "cli.COMMANDS['stats'] = stopped\n"
+            "sys.exit(cli.main(sys.argv[1:]))" % sig.name)
+    r = subprocess.run([sys.executable, "-c", code, "stats", "--db", tmp_path / "kb.db"], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (128 + sig, "setree: interrupted\n"), (r.returncode, r.stderr)

@@ -1,6 +1,6 @@
 """The MCP server end to end, as a client runs it: `python -m setree.server` as a child process, driven through the SDK's own
 stdio client (`ClientSession` + `stdio_client`) and with raw JSON-RPC lines; cases C-12, C-15, C-16, C-18, C-20, C-22, C-25."""
-import json, os, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 from contextlib import asynccontextmanager
 import anyio
 import pytest
@@ -510,18 +510,18 @@ def test_bad_cover_config_refused_at_start(tmp_path):
     assert p.returncode == 2 and str(lib.value) in p.stderr and "Traceback" not in p.stderr, (p.returncode, p.stderr)
     assert not (tmp_path / "kb.db").exists()
 
-def _ctrl_c(args, after, tmp_path):
-    "Start `setree serve ARGS` in its own process group, stdin open; after `after(proc, stderr_path)` is true, SIGINT to the whole group (as a terminal's Ctrl-C)."
-    import signal
+def _ctrl_c(args, after, tmp_path, sig=signal.SIGINT, group=True, module=False):
+    """Start `setree serve ARGS` in its own process group, stdin open; after `after(proc, stderr_path)` is true, `sig` to the whole group
+    (SIGINT: a terminal's Ctrl-C) or, `group=False`, to the server only (`kill PID`). `module`: run `python -m setree.server ARGS` instead."""
     errpath = tmp_path / "serve.err"
     code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
     with open(errpath, "w", encoding="utf-8") as err:
-        p = subprocess.Popen([sys.executable, "-c", code, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+        p = subprocess.Popen([*SERVE, *args] if module else [sys.executable, "-c", code, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                              start_new_session=True)
         t0 = time.monotonic()
         while not after(p, errpath) and p.poll() is None and time.monotonic() - t0 < 120: time.sleep(0.05)
         assert p.poll() is None, errpath.read_text(encoding="utf-8")
-        os.killpg(p.pid, signal.SIGINT)
+        os.killpg(p.pid, sig) if group else os.kill(p.pid, sig)
         try: p.wait(60)
         finally: p.stdin.close(); p.stdout.close()
     return p.returncode, errpath.read_text(encoding="utf-8")
@@ -543,5 +543,32 @@ def test_ctrl_c_while_starting_is_exit_130_too(tmp_path):
         return bool(r.stdout.strip())
     code, err = _ctrl_c(serve_args(db), worker_spawned, tmp_path)
     assert code == 130, (code, err)
-    assert err.strip().splitlines()[-1] in ("setree serve: interrupted", "setree: interrupted"), err
+    assert err.strip().splitlines()[-1] == "setree serve: interrupted", err
     assert "Traceback" not in err and "died" not in err, err
+
+def serving(p, e): return "serving MCP on stdio" in e.read_text(encoding="utf-8")
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_while_serving_exits_128_plus_its_number(tmp_path, sig):
+    "`kill PID` (SIGTERM) or a closed terminal (SIGHUP) stops the server as Ctrl-C does, with the code a shell gives that signal: 143, 129."
+    code, err = _ctrl_c(serve_args(tmp_path / "kb.db"), serving, tmp_path, sig=sig, group=False)
+    assert code == 128 + sig, (code, err)
+    lines = err.strip().splitlines()
+    assert lines[-1] == "setree serve: interrupted" and len(lines) == 2 and "Traceback" not in err, err
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_stopped_before_the_server_module_is_loaded_says_setree_serve(tmp_path, sig):
+    "A signal in the first moments of `setree serve` (its module still loading) gives the server's one line too, and 128 + the signal's number."
+    code = ("import os, signal, sys, setree.cli as cli\n"
+            "real = cli._serve_module\n"
+            "def early(): os.kill(os.getpid(), signal.%s); return real()\n"     # the signal arrives just before `setree.server` is imported
+            "cli._serve_module = early\n"
+            "sys.exit(cli.main(sys.argv[1:]))" % sig.name)
+    r = subprocess.run([sys.executable, "-c", code, "serve", *serve_args(tmp_path / "kb.db")], capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL)
+    assert (r.returncode, r.stderr) == (128 + sig, "setree serve: interrupted\n"), (r.returncode, r.stderr)
+
+def test_sigterm_stops_python_m_setree_server_too(tmp_path):
+    "`python -m setree.server` (what MCP clients are often configured to start) takes SIGTERM as `setree serve` does."
+    code, err = _ctrl_c(serve_args(tmp_path / "kb.db"), serving, tmp_path, sig=signal.SIGTERM, group=False, module=True)
+    assert (code, err.strip().splitlines()[-1]) == (143, "setree serve: interrupted"), (code, err)
