@@ -260,7 +260,7 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
             f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
 
-# %% ../nbs/08_cli.ipynb #87410c0b
+# %% ../nbs/08_cli.ipynb #f574bc45
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     from setree.store import StoreError
@@ -269,7 +269,7 @@ def cmd_build(args)->int:
     with _kb(args) as kb:
         kb._config = cfg
         if args.quiet: kb.progress = False
-        before = int(kb._r.stats(check_tree=False)["facts"]) if args.replace else 0   # (no tree check: --replace is the way out of a damaged store)
+        before = kb._r.count_facts() if args.replace else 0   # (no tree check: --replace is the way out of a damaged store)
         try: ack = _queue_build(kb, args, facts)
         except StoreError as e: _failed_new(kb, new, "build", None, e)
         try: rep = _pass(kb, args, "build", ack)

@@ -580,7 +580,7 @@ def _levels_from_rows(mrows:list, K:np.ndarray, emb:np.ndarray, n_levels:int)->l
                                    knn_sim=_stack([sims[j] for j in o.tolist()], "<f4", k) if rows else np.zeros((0, 0), np.float32)))
     return levels
 
-# %% ../nbs/07_store.ipynb #bdaf001c
+# %% ../nbs/07_store.ipynb #582a1c43
 _SELECT_NODES = "SELECT k, level, parent, text, tokens, summarizer, faithfulness, count, loss, dloss, emb, leaf_sum, quotes FROM nodes ORDER BY level, k"
 
 def _read_tree(con, path)->Tree:
@@ -616,6 +616,11 @@ def _load_in(con, path)->Tree:
 def load(self:Store)->Tree:
     "The stored tree (equal to the one saved: arrays, texts, ids, metadata, levels, config); the empty tree for a never-saved store. Raises `StoreDamaged` when the rows do not make a tree."
     return self._txn(lambda con: _load_in(con, self.path), write=False)
+
+@patch
+def count_facts(self:Store)->int:
+    "The number of fact rows, counted without reading the tree (also on a damaged store: what a replacing build deletes)."
+    return self._txn(lambda con: con.execute("SELECT count(*) FROM facts").fetchone()[0], write=False)
 
 @patch
 def generation(self:Store)->int:
@@ -681,7 +686,7 @@ def _canonical_level(lv:ClusterLevel)->ClusterLevel:
                         community=np.asarray(lv.community)[o], knn_idx=np.where(idx >= 0, inv[np.maximum(idx, 0)], -1),
                         knn_sim=np.asarray(lv.knn_sim)[o])
 
-# %% ../nbs/07_store.ipynb #beab2718
+# %% ../nbs/07_store.ipynb #37bb8933
 @patch
 def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), read in the same transaction
           check_tree:bool=True, # also read the tree as `load` does (its check); False: SQLite's quick_check only
@@ -700,6 +705,7 @@ def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), 
         if queue: out.update(_queue_in(con) if self.version >= 2 else dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None))
         problems = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
         if problems != ["ok"]: raise StoreDamaged(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})")
+        check_counts(self.path, meta, out["facts"], out["nodes"])   # free: rows deleted by hand, even without the tree's check
         if check_tree: _load_in(con, self.path)
         return out
     out = self._txn(read, write=False)

@@ -300,7 +300,7 @@ def test_a_damaged_store_exits_1_as_on_the_command_line(tmp_path):
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith("setree serve: error:") and "damaged" in lines[0], (p.returncode, p.stderr)
 
-@pytest.mark.parametrize("first", ["maintain", "insert"])
+@pytest.mark.parametrize("first", ["maintain", "insert", "stats"])
 def test_damage_found_while_serving_stops_the_server(tmp_path, first):          # before: insert queued, "pass finished", the server kept serving
     "A store damaged by hand while served: the change is refused, `maintain` says its pass failed, then the server ends with the one damaged-store line, exit 1."
     import sqlite3
@@ -314,10 +314,11 @@ def test_damage_found_while_serving_stops_the_server(tmp_path, first):          
     r.send(INIT[1])
     assert not r.ask(1, tool(1, "stats", {}))["result"]["isError"]
     c = sqlite3.connect(db); c.execute("delete from nodes where k=(select max(k) from nodes where level=1)"); c.commit(); c.close()
-    res = r.ask(2, tool(2, first, {} if first == "maintain" else {"facts": "a new fact"}))["result"]
+    res = r.ask(2, tool(2, first, {"facts": "a new fact"} if first == "insert" else {}))["result"]
     text = res["content"][0]["text"]
     assert res["isError"] and "is damaged" in text and "next step: restore a copy" in text, res
-    assert text.startswith("pass failed: ") if first == "maintain" else "nothing was queued" in text, text
+    want = {"maintain": "pass failed: ", "insert": "store error: ", "stats": "store error: "}[first]
+    assert text.startswith(want) and (first != "insert" or "nothing was queued" in text), text
     assert r.p.wait(timeout=30) == 1
     code, err = r.close()
     lines = [l for l in err.splitlines() if l.strip() and not l.startswith("setree serve: knowledge base") and " WARNING " not in l]
