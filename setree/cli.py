@@ -202,20 +202,19 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #b4b29a9e
+# %% ../nbs/08_cli.ipynb #07e2f6cd
 def _kb(args, embedder=None, create:bool=True):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
-    from setree.store import StoreError
+    from setree.store import StoreDamaged, StoreError
     p = Path(args.db)
     if not create and not p.exists(): raise UsageError(f"store not found: {args.db}")
     cfg = load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
     if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
     try: return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
-    except StoreError as e:
-        if type(e).__name__ == "StoreDamaged": raise   # a damaged file (SQLite: "malformed"): exit 1, as any damage
-        raise UsageError(str(e)) from None
+    except StoreDamaged: raise   # a damaged file (SQLite: "malformed"): exit 1, as any damage
+    except StoreError as e: raise UsageError(str(e)) from None
 
 # %% ../nbs/08_cli.ipynb #439f603d
 def _same_embedder(p:Path, embedder):
