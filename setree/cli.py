@@ -852,7 +852,7 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #03605386
+# %% ../nbs/08_cli.ipynb #3fb66f0a
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
@@ -881,5 +881,13 @@ def _main(argv):
 
 def one_line(e:Exception # any error
             )->str: # its message on one line
-    "An error's message as the one line on stderr of `setree` and `setree serve` (SQLite's integrity report, for one, spans several lines): its lines joined by '; '."
-    return "; ".join(l for l in str(e).splitlines() if l.strip())
+    """An error's message as the one line on stderr of `setree` and `setree serve` (SQLite's integrity report, for one, spans several lines): its lines joined by '; ',
+    and a list of ids in JSON, as the MCP server and fact files write it (`unknown fact id(s): ["x"]`, not Python's `['x']`)."""
+    return _ID_LIST.sub(_ids_in_json, "; ".join(l for l in str(e).splitlines() if l.strip()))
+
+_ID_LIST = re.compile(r"(id\(s\): )(\[(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|, )*\])")   # a Python list of strings after "id(s): "
+
+def _ids_in_json(m)->str:
+    import ast
+    try: return m[1] + json.dumps(ast.literal_eval(m[2]), ensure_ascii=False)
+    except (ValueError, SyntaxError): return m[0]

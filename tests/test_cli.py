@@ -267,3 +267,10 @@ def test_fact_ids_that_would_not_read_as_typed_are_refused(tmp_path):
     p = run("insert", "-", "--db", tmp_path / "kb.db", "--embedder", "hashing", input='{"id": "x1", "text": "a"}\n{"id": "x1", "text": "b"}\n')
     assert 'duplicate fact id(s): ["x1"]' in one_line_error(p)
     assert not (tmp_path / "kb.db").exists()
+
+def test_unknown_ids_are_listed_as_json(tmp_path):
+    "The library's `unknown fact id(s): ['x']` reaches stderr as the MCP server says it: a JSON list."
+    db = tmp_path / "kb.db"
+    assert run("insert", "-", "--db", db, "--embedder", "hashing", input="a fact\n").returncode == 0
+    err = one_line_error(run("forget", "nope-1", "--db", db))
+    assert 'unknown fact id(s): ["nope-1"]' in err, err
