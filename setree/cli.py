@@ -11,9 +11,10 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS', 'UsageError',
            'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'PassFailed',
-           'cmd_build', 'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args',
-           'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
-           'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'one_line']
+           'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update',
+           'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline',
+           'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main',
+           'one_line']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -171,7 +172,7 @@ def _positive_int(s:str)->int:
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
-# %% ../nbs/08_cli.ipynb #c687bde0
+# %% ../nbs/08_cli.ipynb #5a7bc8b5
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
     from setree.store import Store, StoreDamaged, StoreError
@@ -202,7 +203,7 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #07e2f6cd
+# %% ../nbs/08_cli.ipynb #05cc5048
 def _kb(args, embedder=None, create:bool=True):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
@@ -259,7 +260,7 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
             f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
 
-# %% ../nbs/08_cli.ipynb #f574bc45
+# %% ../nbs/08_cli.ipynb #0a40dcfb
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     from setree.store import StoreError
@@ -271,12 +272,13 @@ def cmd_build(args)->int:
         before = kb._r.count_facts() if args.replace else 0   # (no tree check: --replace is the way out of a damaged store)
         try: ack = _queue_build(kb, args, facts)
         except StoreError as e: _failed_new(kb, new, "build", None, e)
+        _ack_now(args, f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})")
         try: rep = _pass(kb, args, "build", ack)
         except KeyboardInterrupt: return _interrupted(kb, "build", ack, created=new)
         except PassFailed as e: _failed_new(kb, new, "build", ack, e)
         if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path)
-    data = {**_build_data(tree, cfg, len(facts), before, t0, path), "merged": ack.merged}
+    data = {**_build_data(tree, cfg, len(facts), before, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
@@ -288,7 +290,7 @@ def _build_config(args): # a `setree.build.Config`
     args.config = None
     return cfg
 
-# %% ../nbs/08_cli.ipynb #a55f9b38
+# %% ../nbs/08_cli.ipynb #2d6062dc
 def _queue_build(kb, args, facts:list):
     "Queue the build of `facts` on `kb` (its ack); the library's refusals become `UsageError`s in the command's words."
     try: return kb.build(facts, replace=args.replace)
@@ -298,8 +300,8 @@ def _queue_build(kb, args, facts:list):
 
 def _build_busy(args, ack)->int:
     "Another process's pass holds the store: the build is queued, and that pass or the next applies it (exit 0)."
-    _out(args, f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})\n{_pass_line(BUSY, ack, args.db)}",
-         {"ack": ack.to_dict(), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
+    _out(args, _pass_line(BUSY, ack, args.db),   # the ack line was printed before the pass
+         {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
     return 0
 
 # %% ../nbs/08_cli.ipynb #6e0d9929
@@ -313,6 +315,22 @@ def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
             "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
             "replaced_facts": before}
 
+# %% ../nbs/08_cli.ipynb #c6778ead
+def repeated_ids(ids:list # a change's `ids`, one per given item
+                )->dict: # {id: how many given items it stands for}, for each id that stands for more than one
+    "The ids of texts given more than once in one change, and how often: `repeated` in every JSON report of a change."
+    from collections import Counter
+    return {i: n for i, n in Counter(ids).items() if n > 1}
+
+def repeated_note(repeated:dict|None, # `repeated_ids` of a change
+                  merged:dict|None=None, # the change's `merged`: worded by `merged_note` (below)
+                  most:int=5)->str:
+    "' (ID given N times, …; id G is stored as K)' after 'N repeated fact(s) stored once', or '' when nothing repeated."
+    parts = [f"{i} given {n} times" for i, n in list((repeated or {}).items())[:most]]
+    if len(repeated or {}) > most: parts[-1] += " …"
+    if merged: parts.append(merged_note(merged, most)[2:-1])   # merged_note's words without its " (" and ")"
+    return f" ({'; '.join(parts)})" if parts else ""
+
 # %% ../nbs/08_cli.ipynb #b756ecec
 def merged_note(merged:dict|None, # {id given with a repeated text: the id it is stored under}, as an `Ack`'s `merged`
                 most:int=5, # ids named at most; more are shown as `…`
@@ -322,19 +340,24 @@ def merged_note(merged:dict|None, # {id given with a repeated text: the id it is
     pairs = ", ".join(f"{g} is stored as {k}" for g, k in list(merged.items())[:most])
     return f" (id {pairs}{' …' if len(merged) > most else ''})"
 
-# %% ../nbs/08_cli.ipynb #ed12a2e8
+# %% ../nbs/08_cli.ipynb #08e51218
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
     n_dup, fell, low, before = d["duplicates_dropped"], d["summarizer_fallbacks"], d["below_faithfulness_threshold"], d["replaced_facts"]
     return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} nodes (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
             + (f"\nreplaced the {before} facts the store held" if before else "")
-            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{merged_note(d.get('merged'))}" if n_dup else "")
+            + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{repeated_note(d.get('repeated'), d.get('merged'))}" if n_dup else "")
             + (f"\nwarning: {fell} summaries fell back to extractive ("
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
             + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else ""))
 
-# %% ../nbs/08_cli.ipynb #dfb46eb0
+# %% ../nbs/08_cli.ipynb #dfd840e3
+def _ack_now(args, text:str):
+    "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
+    if not getattr(args, "json", False): print(text, flush=True)
+
+# %% ../nbs/08_cli.ipynb #6a6d7156
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
@@ -342,7 +365,7 @@ def _ack_lines(what:str, ack)->str:
     ids = list(dict.fromkeys(ack.ids))
     new = [i for i in ids if i not in set(ack.already_stored)]
     lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
-    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + merged_note(ack.merged))
+    if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + repeated_note(repeated_ids(ack.ids), ack.merged))
     if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     return "\n".join(lines)
 
@@ -388,7 +411,7 @@ def _failed_new(kb, new:bool, # `new`: this command created the store file
     if not new or isinstance(e, StoreBusy) or not _remove_new_store(kb, None if ack is None else ack.seq): raise e
     raise PassFailed(f"the {what} failed: {getattr(e, 'reason', e)}; the store it had created, {kb.path}, is removed", getattr(e, "reason", str(e))) from None
 
-# %% ../nbs/08_cli.ipynb #d3629dfa
+# %% ../nbs/08_cli.ipynb #928fd005
 def _mutate(args, what:str, fn)->int:
     from setree.store import StoreError
     new = not Path(args.db).exists()
@@ -397,11 +420,12 @@ def _mutate(args, what:str, fn)->int:
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint() if "like the markers" in str(e) else "")) from None
         except StoreError as e: _failed_new(kb, new, what, None, e)
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
+        _ack_now(args, _ack_lines(what, ack))
         try: rep = _pass(kb, args, what, ack)
         except KeyboardInterrupt: return _interrupted(kb, what, ack, created=new)
         except PassFailed as e: _failed_new(kb, new, what, ack, e)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
-    _out(args, f"{_ack_lines(what, ack)}\n{_pass_line(rep, ack, args.db)}", {"ack": ack.to_dict(), "pass": None if rep == BUSY else rep, **busy})
+    _out(args, _pass_line(rep, ack, args.db), {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy})
     return 0
 
 # %% ../nbs/08_cli.ipynb #268a76ef
@@ -830,7 +854,7 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #03605386
+# %% ../nbs/08_cli.ipynb #3fb66f0a
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
@@ -859,5 +883,13 @@ def _main(argv):
 
 def one_line(e:Exception # any error
             )->str: # its message on one line
-    "An error's message as the one line on stderr of `setree` and `setree serve` (SQLite's integrity report, for one, spans several lines): its lines joined by '; '."
-    return "; ".join(l for l in str(e).splitlines() if l.strip())
+    """An error's message as the one line on stderr of `setree` and `setree serve` (SQLite's integrity report, for one, spans several lines): its lines joined by '; ',
+    and a list of ids in JSON, as the MCP server and fact files write it (`unknown fact id(s): ["x"]`, not Python's `['x']`)."""
+    return _ID_LIST.sub(_ids_in_json, "; ".join(l for l in str(e).splitlines() if l.strip()))
+
+_ID_LIST = re.compile(r"(id\(s\): )(\[(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|, )*\])")   # a Python list of strings after "id(s): "
+
+def _ids_in_json(m)->str:
+    import ast
+    try: return m[1] + json.dumps(ast.literal_eval(m[2]), ensure_ascii=False)
+    except (ValueError, SyntaxError): return m[0]

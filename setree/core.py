@@ -13,9 +13,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
-           'check_fact_id', 'tidy_text', 'as_facts', 'RepeatedKey', 'unique_keys', 'default_vocab_path',
-           'wordpiece_tokenizer', 'strip_dropped', 'token_costs', 'encoding_tokens', 'count_tokens', 'ClusterLevel',
-           'Tree', 'InvalidTree', 'joined_children', 'check_tree']
+           'check_fact_id', 'check_new_fact_id', 'tidy_text', 'as_facts', 'RepeatedKey', 'unique_keys',
+           'default_vocab_path', 'wordpiece_tokenizer', 'strip_dropped', 'token_costs', 'encoding_tokens',
+           'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -73,12 +73,24 @@ def check_fact_id(fid # a caller's fact id
     if m := _ID_CONTROL.search(fid): raise ValueError(f"id holds a control character or line break (U+{ord(m[0]):04X})")
     return fid
 
-# %% ../nbs/00_core.ipynb #05d22898
+# %% ../nbs/00_core.ipynb #c8cd1c8a
+def _unseen(ch:str)->bool: return ch.isspace() or unicodedata.category(ch) == "Cf"   # whitespace, or a format character (zero-width, bidi, BOM)
+
+def check_new_fact_id(fid # the id a caller gives a new fact
+                     )->str: # `fid` itself
+    "`check_fact_id`, and `ValueError` naming the id for a whitespace or format (Unicode Cf) character, or a leading `-`."
+    check_fact_id(fid)
+    if bad := next((c for c in fid if _unseen(c)), None):
+        raise ValueError(f"id {fid!r} holds {'whitespace' if bad.isspace() else 'an invisible format character'} (U+{ord(bad):04X}): give an id of visible characters")
+    if fid.startswith("-"): raise ValueError(f"id {fid!r} starts with '-' (a command line reads it as an option): give another id")
+    return fid
+
+# %% ../nbs/00_core.ipynb #c329bb7b
 _MARKER_ID = re.compile(r"[fs][0-9]{1,9}")   # a rendered context's markers: [f1], [s2] (a text-derived id has 12 hex digits: never one)
 
 def _check_id_meta(i, fid, meta):
     if fid is not None:
-        try: check_fact_id(fid)
+        try: check_new_fact_id(fid)
         except (TypeError, ValueError) as e: raise type(e)(f"fact {i}: {e}") from None
         if _MARKER_ID.fullmatch(fid):   # a context numbers its markers anew: `forget f1` must never hit a fact named f1
             raise ValueError(f"fact {i}: id {fid!r} looks like a marker of a retrieved context ([f1], [s2]); give another id")
@@ -133,7 +145,7 @@ def _check_texts(raw):
     ctrl = [i for i, (_, t, _) in enumerate(raw) if _CONTROL.search(t)]
     if ctrl: raise ValueError(f"fact text holds a control character other than tab and line breaks (U+{ord(_CONTROL.search(raw[ctrl[0]][1])[0]):04X}) at index {ctrl[:20]}")
 
-# %% ../nbs/00_core.ipynb #d7b2fd4d
+# %% ../nbs/00_core.ipynb #a82d89ee
 def _with_ids(raw)->list[Fact]:
     "Facts with ids: the caller's, else content-derived with `-2`, `-3`, ... for repeated texts. Refuses duplicate ids."
     facts, seen = [], {}
@@ -143,7 +155,7 @@ def _with_ids(raw)->list[Fact]:
             fid = base if seen[base] == 1 else f"{base}-{seen[base]}"
         facts.append(Fact(str(fid), text, meta))
     ids = [f.id for f in facts]
-    if len(set(ids)) != len(ids): raise ValueError(f"duplicate fact id(s): {sorted({x for x in ids if ids.count(x) > 1})[:20]}")
+    if len(set(ids)) != len(ids): raise ValueError(f"duplicate fact id(s): {json.dumps(sorted({x for x in ids if ids.count(x) > 1})[:20], ensure_ascii=False)}")
     return facts
 
 # %% ../nbs/00_core.ipynb #4d5fb816

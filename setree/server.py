@@ -460,9 +460,10 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #f9caf315
+# %% ../nbs/08b_server.ipynb #2ea4ca92
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
+             earlier_pending:bool=True, # an insert of stored texts only: whether a change queued before it is still unapplied
             )->str: # the command line's lines for the change (`setree.cli`), then when it becomes visible
     "What a queued change did, for a person, as `setree insert`/`forget`/`update`/`build` say it, then when it is visible."
     from setree.cli import _ack_lines, merged_note
@@ -471,15 +472,19 @@ def ack_text(ack, # the `Ack` of a queued change
         head += f"\nnote: a given id's text is stored under another id{merged_note(ack.merged)}"
     if replaced: head += f"\ndeletes the {replaced} facts stored now"
     if ack.op == "insert" and not set(ack.ids) - set(ack.already_stored):
-        return head + f"\nnothing to wait for (a text queued earlier is visible once stats shows applied_seq >= {ack.seq})."
+        if not earlier_pending: return head + "\nnothing to wait for: every text is stored and visible already."
+        return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {ack.seq}."
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally within a second)."
 
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
+    from setree.cli import repeated_ids
     self.writer.changed()
-    d = {**ack.to_dict(), "queued": True, **({"replaces_facts": replaced} if replaced is not None else {})}
-    return _result(ack_text(ack, replaced), d)
+    nothing_new = ack.op == "insert" and not set(ack.ids) - set(ack.already_stored)
+    earlier = nothing_new and self._queue.queue_state()["applied_seq"] < ack.seq - 1   # every change before this one applied: its texts are visible
+    d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": True, **({"replaces_facts": replaced} if replaced is not None else {})}
+    return _result(ack_text(ack, replaced, earlier), d)
 
 # %% ../nbs/08b_server.ipynb #0fe2e54c
 def iso_time(t:float|None # seconds since the epoch, or None

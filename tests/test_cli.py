@@ -244,3 +244,33 @@ def test_a_clustering_command_imports_igraph_without_matplotlib(tmp_path):
     assert p.returncode == 0 and json.loads(p.stdout)["facts"] == 41
     import igraph.drawing.matplotlib.graph as g
     assert g.Artist.__name__ == "Artist"
+
+def test_repeated_texts_in_one_insert_agree_in_json_and_text(tmp_path):
+    "A text given twice in one insert: `ids` one per given item (its id twice), `repeated` names that id, and the text says the same."
+    db, facts = tmp_path / "kb.db", "zeta fact\nzeta fact\nthe user writes C++20\n"
+    j = run("insert", "-", "--db", db, "--embedder", "hashing", "--json", input=facts)
+    assert j.returncode == 0, j.stderr
+    d = json.loads(j.stdout); ids = d["ack"]["ids"]
+    assert len(ids) == 3 and ids[0] == ids[1] != ids[2], ids
+    assert (d["repeated"], d["ack"]["merged"]) == ({ids[0]: 2}, {}), d
+    t = run("insert", "-", "--db", tmp_path / "kb2.db", "--embedder", "hashing", input=facts)
+    assert t.returncode == 0, t.stderr
+    assert f"note: 1 repeated fact(s) in the input stored once ({ids[0]} given 2 times)" in t.stdout, t.stdout
+
+def test_fact_ids_that_would_not_read_as_typed_are_refused(tmp_path):
+    "Zero-width and bidi characters, whitespace and a leading '-' in a new fact's id: one line naming the id; duplicate ids listed as JSON."
+    for fid, why in [("a\u200bb", "invisible format character (U+200B)"), ("\u202eabc", "invisible format character (U+202E)"),
+                     ("my id", "whitespace (U+0020)"), ("-rf", "starts with '-'")]:
+        p = run("insert", "-", "--db", tmp_path / "kb.db", "--embedder", "hashing", input=json.dumps({"id": fid, "text": "a fact"}) + "\n")
+        err = one_line_error(p)
+        assert f"id {fid!r}" in err and why in err, err
+    p = run("insert", "-", "--db", tmp_path / "kb.db", "--embedder", "hashing", input='{"id": "x1", "text": "a"}\n{"id": "x1", "text": "b"}\n')
+    assert 'duplicate fact id(s): ["x1"]' in one_line_error(p)
+    assert not (tmp_path / "kb.db").exists()
+
+def test_unknown_ids_are_listed_as_json(tmp_path):
+    "The library's `unknown fact id(s): ['x']` reaches stderr as the MCP server says it: a JSON list."
+    db = tmp_path / "kb.db"
+    assert run("insert", "-", "--db", db, "--embedder", "hashing", input="a fact\n").returncode == 0
+    err = one_line_error(run("forget", "nope-1", "--db", db))
+    assert 'unknown fact id(s): ["nope-1"]' in err, err

@@ -62,3 +62,15 @@ def test_a_signal_outside_a_pass_exits_128_plus_its_number(tmp_path, sig):
             "sys.exit(cli.main(sys.argv[1:]))" % sig.name)
     r = subprocess.run([sys.executable, "-c", code, "stats", "--db", tmp_path / "kb.db"], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stderr) == (128 + sig, "setree: interrupted\n"), (r.returncode, r.stderr)
+
+@pytest.mark.parametrize("cmd", ["build", "insert"])
+def test_the_ack_line_arrives_through_a_pipe_before_the_pass_ends(tmp_path, cmd):
+    "Piped stdout: `insert: … (seq N)` / `build: … (seq N)` is flushed once the change is durable, while the pass still runs."
+    db, big = tmp_path / "kb.db", big_file(tmp_path / "big.txt")
+    if cmd == "insert": assert setree("insert", "-", "--db", db, "--embedder", "hashing", input="the user keeps one note about cats\n").returncode == 0
+    p = subprocess.Popen([*CLI, cmd, big, "--db", db, "--embedder", "hashing"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()                                         # blocks until the line is flushed (before the fix: at exit)
+    time.sleep(0.5); running = p.poll() is None                        # a line printed only at exit: the process is gone by now
+    p.send_signal(signal.SIGINT); p.communicate(timeout=120)
+    assert line.startswith(f"{cmd}: 40000 fact(s) ") and line.rstrip().endswith(f"(seq {1 + (cmd == 'insert')})"), line
+    assert running, "the pass had finished before the ack line arrived"

@@ -37,6 +37,18 @@ def test_plain_install_covers_the_tour_and_the_library():
     missing = {m: dists.get(m) for m in third if not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & runtime}
     assert not missing, f"imported but not in settings.ini requirements: {missing}"
 
+def test_the_dev_extra_covers_the_chapters():
+    "README: the chapters need `.[dev]` (fastcore.test, nbdev.showdoc, mcp); every third-party import of nbs/*.ipynb is in requirements + dev."
+    assert '`pip install -e ".[dev]"` installs them all' in README and '`pip install -e ".[mcp]"`' in README
+    assert "installs everything it and the chapters import" not in README
+    have, dists = _requirement_names("requirements") | _requirement_names("dev_requirements") | _requirement_names("mcp_requirements"), packages_distributions()
+    mods = set().union(*(_imports(_notebook_code(f)) for f in (ROOT / "nbs").glob("*.ipynb")))
+    local = {f.stem for f in (ROOT / "tests").glob("*.py")}             # the chapters' test helpers (stub chat servers) live in tests/
+    third = {m for m in mods if m not in sys.stdlib_module_names and m not in {"setree", "__future__", "anyio", "pydantic"} | local}   # mcp installs anyio, pydantic
+    assert {"fastcore", "nbdev", "mcp"} <= third, third
+    missing = {m: dists.get(m) for m in third if not {d.lower().replace("_", "-") for d in dists.get(m, [m])} & have}
+    assert not missing, f"a chapter imports what neither requirements nor the dev extra installs: {missing}"
+
 def test_mcp_session_shows_the_servers_acknowledgement():
     "The session's insert answer is what `setree serve` answers for it (each id once, then when it is visible)."
     from setree.maintain import Ack

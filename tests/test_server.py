@@ -597,3 +597,22 @@ def test_sigterm_stops_python_m_setree_server_too(tmp_path):
     "`python -m setree.server` (what MCP clients are often configured to start) takes SIGTERM as `setree serve` does."
     code, err = _ctrl_c(serve_args(tmp_path / "kb.db"), serving, tmp_path, sig=signal.SIGTERM, group=False, module=True)
     assert (code, err.strip().splitlines()[-1]) == (143, "setree serve: interrupted"), (code, err)
+
+def test_repeated_texts_stored_ids_and_refused_ids_agree_with_the_cli(tmp_path):
+    "MCP insert of a repeated text: ids one per item, `repeated` and the text name it; stored texts only: no wait once applied; bad ids refused as the CLI does."
+    async def go():
+        async with session(tmp_path / "kb.db") as s:
+            res = await s.call_tool("insert", {"facts": ["zeta fact", "zeta fact", "the user writes C++20"]})
+            d, text = res.structured_content, res.content[0].text
+            ids = d["ids"]
+            assert len(ids) == 3 and ids[0] == ids[1] != ids[2] and (d["repeated"], d["merged"]) == ({ids[0]: 2}, {}), d
+            assert f"note: 1 repeated fact(s) in the input stored once ({ids[0]} given 2 times)" in text, text
+            await visible(s, d["seq"])
+            again = await s.call_tool("insert", {"facts": ["zeta fact"]})
+            assert again.content[0].text.endswith("nothing to wait for: every text is stored and visible already."), again.content[0].text
+            for fid, why in [("a\u200bb", "U+200B"), ("\u202eabc", "U+202E"), ("-rf", "starts with '-'"), ("my id", "whitespace")]:
+                msg = await refused(s, "insert", facts=[{"id": fid, "text": "another fact"}])
+                assert f"id {fid!r}" in msg and why in msg, msg
+            msg = await refused(s, "insert", facts=[{"id": "x1", "text": "a"}, {"id": "x1", "text": "b"}])
+            assert 'duplicate fact id(s): ["x1"]' in msg, msg
+    run(go)
