@@ -172,13 +172,14 @@ def _positive_int(s:str)->int:
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
-# %% ../nbs/08_cli.ipynb #4722e468
+# %% ../nbs/08_cli.ipynb #5a7bc8b5
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
-    from setree.store import Store, StoreError
+    from setree.store import Store, StoreDamaged, StoreError
     p = Path(path)
     if not create and not p.exists(): raise UsageError(f"store not found: {path}")
     try: return Store(p, create=True) if create else Store(p, create=False, readonly=True)
+    except StoreDamaged: raise   # a damaged file (SQLite: "malformed"): exit 1, as any damage
     except StoreError as e: raise UsageError(str(e)) from None
 
 def _embedder(name:str):
@@ -202,17 +203,18 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #4d95b97e
+# %% ../nbs/08_cli.ipynb #05cc5048
 def _kb(args, embedder=None, create:bool=True):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
-    from setree.store import StoreError
+    from setree.store import StoreDamaged, StoreError
     p = Path(args.db)
     if not create and not p.exists(): raise UsageError(f"store not found: {args.db}")
     cfg = load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
     if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
     try: return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
+    except StoreDamaged: raise   # a damaged file (SQLite: "malformed"): exit 1, as any damage
     except StoreError as e: raise UsageError(str(e)) from None
 
 # %% ../nbs/08_cli.ipynb #439f603d
@@ -258,7 +260,7 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
             f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
 
-# %% ../nbs/08_cli.ipynb #78f4a020
+# %% ../nbs/08_cli.ipynb #0a40dcfb
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     from setree.store import StoreError
@@ -267,7 +269,7 @@ def cmd_build(args)->int:
     with _kb(args) as kb:
         kb._config = cfg
         if args.quiet: kb.progress = False
-        before = int(kb.stats()["facts"]) if args.replace else 0
+        before = kb._r.count_facts() if args.replace else 0   # (no tree check: --replace is the way out of a damaged store)
         try: ack = _queue_build(kb, args, facts)
         except StoreError as e: _failed_new(kb, new, "build", None, e)
         _ack_now(args, f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})")

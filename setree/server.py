@@ -25,10 +25,11 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK (mcp>=2.3,<3): pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #02c84006
+# %% ../nbs/08b_server.ipynb #f77f726b
 from . import __version__
 from .core import RepeatedKey, as_facts, patch, unique_keys
 from .cover import check_budget, cover_data
+from .store import StoreDamaged
 
 # %% ../nbs/08b_server.ipynb #dc0aa914
 _FACT = {"anyOf": [
@@ -226,7 +227,7 @@ def check_arguments(name:str, # the tool's name
             except (TypeError, ValueError) as e: raise InvalidParams(in_json(str(e))) from None
     return args
 
-# %% ../nbs/08b_server.ipynb #399faf2a
+# %% ../nbs/08b_server.ipynb #4fc8cf48
 class Writer:
     "The single background thread that drains the knowledge base's queue: one pass after `quiet_s` without a new change."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`
@@ -244,6 +245,8 @@ class Writer:
         self._not_before, self._stop = 0.0, False
         self.running_since, self.passes, self.failures, self.last_error, self.last_report = None, 0, 0, None, None
         self.last_error_at = None        # time.time() of the failure `last_error` describes (kept after later passes succeed)
+        self.last_outcome = None         # the error of the last finished pass, None when it succeeded
+        self.damaged = None              # the `StoreDamaged` a pass or a tool found while serving: no more passes, the server stops
         self._thread = threading.Thread(target=self._run, name="setree-writer", daemon=True)
 
     def start(self)->Writer: self._thread.start(); return self
@@ -296,7 +299,7 @@ def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #75f65183
+# %% ../nbs/08b_server.ipynb #c659ca98
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
@@ -305,10 +308,13 @@ def _run(self:Writer):
         try:
             report = self.run_pass()
             error = (report or {}).get("error")
+        except StoreDamaged as e:
+            error = str(e)
+            with self._cv: self.damaged, self._stop = e, True   # a damaged store takes no more passes
         except Exception as e:
             error = f"{type(e).__name__}: {e}"
         with self._cv:
-            self.running_since, self._served, self.passes = None, serving, self.passes + 1
+            self.running_since, self._served, self.passes, self.last_outcome = None, serving, self.passes + 1, error
             if report is not None: self.last_report = report
             if error:
                 self.failures += 1; self.last_error, self.last_error_at = error, time.time()
@@ -326,7 +332,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #41392c27
+# %% ../nbs/08b_server.ipynb #962504e3
 def _pass_worker(conn, path:str, spec:dict):
     "Body of the worker process: open the knowledge base once, then one pass per request until a None request. Ignores Ctrl-C (SIGINT): the parent stops it."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -335,6 +341,7 @@ def _pass_worker(conn, path:str, spec:dict):
     from setree.build import Config
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
+
     summ = None
     if spec.get("summarizer") is not None:
         from setree.chat import ChatSummarizer
@@ -345,6 +352,7 @@ def _pass_worker(conn, path:str, spec:dict):
         conn.send(("ready", os.getpid()))
         while conn.recv() is not None:
             try: conn.send(("ok", kb.maintain()))
+            except StoreDamaged as e: conn.send(("damaged", str(e)))
             except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
 
 # %% ../nbs/08b_server.ipynb #6e0756ec
@@ -382,7 +390,7 @@ def start(self:PassWorker)->PassWorker:
     if kind != "ready": raise RuntimeError(f"the pass worker process could not open {self.path} (exit code {self._proc.exitcode})")
     return self
 
-# %% ../nbs/08b_server.ipynb #0ef0760d
+# %% ../nbs/08b_server.ipynb #7f58ba16
 @patch
 def maintain(self:PassWorker)->dict:
     "One pass in the worker: its report. Raises `RuntimeError` naming the failure (also when the worker died)."
@@ -393,6 +401,7 @@ def maintain(self:PassWorker)->dict:
     except (EOFError, OSError):
         self._proc.join(1); code, self._proc = self._proc.exitcode, None
         raise RuntimeError(f"the pass worker process died (exit code {code}); the queue is intact") from None
+    if kind == "damaged": raise StoreDamaged(value)
     if kind == "error": raise RuntimeError(value)
     return value
 
@@ -499,26 +508,32 @@ def tool_stats(self:MemoryServer):
                                        "worker_pid": self.worker.pid if self.worker else None}}
     return _result(json.dumps(s, ensure_ascii=False, indent=1, default=str), json.loads(json.dumps(s, default=str)))
 
-# %% ../nbs/08b_server.ipynb #f8fb7ba7
+# %% ../nbs/08b_server.ipynb #4220f675
 @patch
 def tool_maintain(self:MemoryServer, wait_seconds=60):
-    done = self.writer.wait(self.writer.request(), float(wait_seconds)) if wait_seconds else False
-    w, s = self.writer, self.kb.stats()
-    d = {"done": done, "applied_seq": s.get("applied_seq"), "queued_seq": s.get("queued_seq"), "pending": s.get("pending"),
-         "last_pass": s.get("last_pass"), "writer_error": w.last_error if w.failures else None}
-    msg = ("pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
-    return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)))
+    from setree.store import StoreError
+    w = self.writer
+    done = w.wait(w.request(), float(wait_seconds)) if wait_seconds and w.damaged is None else False
+    try: s = self.kb.stats() if w.damaged is None else self.kb._r.queue_state()
+    except StoreError: s = self.kb._r.queue_state()
+    failed = w.damaged or (w.last_outcome if done else None)
+    d = {"done": done, "failed": bool(failed), "applied_seq": s.get("applied_seq"), "queued_seq": s.get("queued_seq"), "pending": s.get("pending"),
+         "last_pass": s.get("last_pass"), "writer_error": str(failed) if failed else w.last_error if w.failures else None}
+    msg = (f"pass failed: {failed}" if failed else "pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
+    return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)), error=bool(failed))
 
-# %% ../nbs/08b_server.ipynb #7b04f646
+# %% ../nbs/08b_server.ipynb #438e81d4
 @patch
 def call(self:MemoryServer, name:str, # tool name
           arguments:dict|None, # its arguments
          )->mt.CallToolResult:
     """Run one tool call. Raises `InvalidParams` for arguments the server or the library refuses (nothing is changed);
     returns an error result (`is_error`) when the store or a pass fails, so the server keeps serving."""
-    from setree.store import StoreBusy, StoreError
+    from setree.store import StoreBusy, StoreDamaged, StoreError
     a = check_arguments(name, arguments)
-    kb = self.kb
+    kb, damaged = self.kb, self.writer.damaged
+    if damaged is not None and name != "maintain":   # the server stops: nothing is queued or served from the cached tree meanwhile
+        return _result(f"store error: {damaged}", {"error": str(damaged), "retryable": False}, error=True)
     try:
         if name == "retrieve": return self.tool_retrieve(a["prompt"], a.get("budget"), a.get("all_fact_ids", False))
         if name == "stats": return self.tool_stats()
@@ -530,6 +545,9 @@ def call(self:MemoryServer, name:str, # tool name
         if name == "reset": n = kb.stats()["facts"]; return self._queued(kb.reset(confirm=a["confirm"]), n)
     except StoreBusy as e:
         return _result(f"the knowledge base is busy, nothing was changed; retry: {e}", {"error": str(e), "retryable": True}, error=True)
+    except StoreDamaged as e:
+        with self.writer._cv: self.writer.damaged, self.writer._stop = self.writer.damaged or e, True; self.writer._cv.notify_all()
+        return _result(f"store error: {e}", {"error": str(e), "retryable": False}, error=True)
     except StoreError as e:
         return _result(f"store error: {e}", {"error": str(e), "retryable": False}, error=True)
     except (ValueError, TypeError) as e: raise InvalidParams(in_json(str(e))) from None
@@ -724,7 +742,7 @@ def _own_stdin():
     try: yield private
     finally: os.dup2(saved, 0); os.close(saved)
 
-# %% ../nbs/08b_server.ipynb #1393be57
+# %% ../nbs/08b_server.ipynb #5d8d0077
 async def serve_stdio(app:MemoryServer # the started knowledge base server
                      ):
     """Serve MCP on this process's stdin/stdout until the client closes stdin. The transport is the SDK's stdio one, except
@@ -743,9 +761,14 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
             async with to_client:
                 async for m in to_client:
                     await wire_out.write(m.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"); await wire_out.flush()
+        async def watch():   # a store found damaged while serving: the answers in flight go out, then the server stops
+            while app.writer.damaged is None: await anyio.sleep(0.05)
+            await anyio.sleep(0.3); tg.cancel_scope.cancel()
         async with anyio.create_task_group() as tg:
-            tg.start_soon(reader); tg.start_soon(writer)
+            tg.start_soon(reader); tg.start_soon(writer); tg.start_soon(watch)
             async with write: await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()   # the client closed stdin: the watcher ends too
+    if app.writer.damaged is not None: raise app.writer.damaged
 
 # %% ../nbs/08b_server.ipynb #f86111bc
 def embedder_spec(name:str|None, # --embedder, or None
@@ -762,7 +785,7 @@ def embedder_spec(name:str|None, # --embedder, or None
             return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #f9d2a163
+# %% ../nbs/08b_server.ipynb #43f830eb
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
@@ -770,7 +793,7 @@ def open_app(args)->MemoryServer:
     from setree.cli import UsageError, check_llm_flags, load_config
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
-    from setree.store import StoreError
+    from setree.store import StoreDamaged, StoreError
     if "\x00" in args.db: raise UsageError(f"--db contains a NUL byte: {args.db!r}")
     check_llm_flags(args)
     path = Path(args.db).expanduser().resolve()
@@ -787,6 +810,7 @@ def open_app(args)->MemoryServer:
         from setree.chat import ChatSummarizer
         summarizer = ChatSummarizer(**summ_kw)
     try: kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
+    except StoreDamaged: raise
     except StoreError as e: raise UsageError(str(e)) from None
     try: kb.stats()   # the loader's check: a store whose tree cannot be loaded is refused now (`StoreDamaged`, exit 1), not in every call
     except BaseException: kb.close(); raise

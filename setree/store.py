@@ -13,9 +13,9 @@ from .core import ClusterLevel, Fact, Tree, _ChildLists, as_facts, check_tree, c
 from .fidelity import finalize
 
 # %% auto #0
-__all__ = ['SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS', 'DERIVED_FIELDS', 'StoreError',
-           'EmbedderMismatch', 'StoreBusy', 'StoreDamaged', 'InvalidTree', 'register_fact_array', 'norm_text', 'Store',
-           'empty_tree', 'tree_diff', 'synthetic_tree']
+__all__ = ['DAMAGED_NEXT', 'SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS', 'DERIVED_FIELDS',
+           'StoreError', 'EmbedderMismatch', 'StoreBusy', 'StoreDamaged', 'InvalidTree', 'register_fact_array',
+           'norm_text', 'Store', 'empty_tree', 'check_counts', 'counts_in', 'tree_diff', 'synthetic_tree']
 
 # %% ../nbs/07_store.ipynb #adcbbb82
 def _seconds(v, name:str)->float:
@@ -24,7 +24,7 @@ def _seconds(v, name:str)->float:
     if not (v >= 0 and v != float("inf")): raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v!r}")
     return float(v)
 
-# %% ../nbs/07_store.ipynb #126acfc8
+# %% ../nbs/07_store.ipynb #74951fc8
 class StoreError(Exception):
     "A setree store cannot be opened, read or written; the message says why."
 
@@ -37,8 +37,13 @@ class EmbedderMismatch(StoreError):
 class StoreBusy(StoreError):
     "Another connection held the write lock longer than the busy timeout; the operation can be retried."
 
+DAMAGED_NEXT = "next step: restore a copy of the store, or rebuild it with `setree build FACTS --db PATH --replace`"
+
 class StoreDamaged(StoreError):
-    "The store opens, but its rows do not make a tree (or SQLite's check fails): `load`, `stats` and every change refuse it alike."
+    "The store opens, but its rows do not make a tree (or SQLite's check fails): `load`, `stats` and every change refuse it alike. The message ends with the way out (`DAMAGED_NEXT`); `detail` is the damage alone."
+    def __init__(self, detail:str):
+        self.detail = detail.removesuffix(f"; {DAMAGED_NEXT}")
+        super().__init__(f"{self.detail}; {DAMAGED_NEXT}")
 
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
@@ -260,7 +265,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #97d55062
+# %% ../nbs/07_store.ipynb #28f5eb87
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -325,6 +330,7 @@ class Store:
             if isinstance(e, sqlite3.DatabaseError):
                 if _busy(e): raise StoreBusy(f"store {p} is locked by another connection (waited {self.timeout_s} s); retry") from e
                 if "file is not a database" in str(e): raise StoreError(f"{p} is not a setree store: not an SQLite database file, or a damaged one") from e
+                if _corrupt(e): raise StoreDamaged(f"store {p} is damaged: {e}") from e   # a truncated or overwritten file: "malformed"
                 raise StoreError(f"{p} is not a usable setree store: {e}") from e
             raise
         if embedder_id is not None: self.check_embedder(embedder_id)
@@ -382,7 +388,7 @@ class Store:
         if self._con is None: raise StoreError(f"store {self.path} is closed")
         return self._con
 
-# %% ../nbs/07_store.ipynb #7229aa44
+# %% ../nbs/07_store.ipynb #d71934a4
 @patch
 def _txn(self:Store, fn, write:bool):
     with self._lock:
@@ -396,10 +402,12 @@ def _txn(self:Store, fn, write:bool):
                 raise
         except sqlite3.DatabaseError as e:
             if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
-            if getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CORRUPT: raise StoreDamaged(f"store {self.path} is damaged: {e}") from e   # "malformed"
+            if _corrupt(e): raise StoreDamaged(f"store {self.path} is damaged: {e}") from e   # "malformed"
             raise StoreError(f"store {self.path}: {e}") from e
 
 def _meta(con)->dict: return dict(con.execute("SELECT key, value FROM meta"))
+
+def _corrupt(e:sqlite3.DatabaseError)->bool: return getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_CORRUPT
 
 # %% ../nbs/07_store.ipynb #a8c76851
 @patch
@@ -572,7 +580,7 @@ def _levels_from_rows(mrows:list, K:np.ndarray, emb:np.ndarray, n_levels:int)->l
                                    knn_sim=_stack([sims[j] for j in o.tolist()], "<f4", k) if rows else np.zeros((0, 0), np.float32)))
     return levels
 
-# %% ../nbs/07_store.ipynb #7eb8fd2c
+# %% ../nbs/07_store.ipynb #582a1c43
 _SELECT_NODES = "SELECT k, level, parent, text, tokens, summarizer, faithfulness, count, loss, dloss, emb, leaf_sum, quotes FROM nodes ORDER BY level, k"
 
 def _read_tree(con, path)->Tree:
@@ -582,14 +590,22 @@ def _read_tree(con, path)->Tree:
     if int(meta["schema_version"]) == 1: return _read_v1(con, meta, path)
     frows = con.execute("SELECT k, id, text, meta, truncated FROM facts ORDER BY k").fetchall()
     nrows = con.execute(_SELECT_NODES).fetchall()
-    if len(frows) != int(meta["n_facts"]) or len(nrows) != int(meta["n_nodes"]):
-        raise StoreDamaged(f"store {path} is damaged: {len(frows)} facts / {len(nrows)} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
+    check_counts(path, meta, len(frows), len(nrows))
     mrows = con.execute("SELECT * FROM members ORDER BY l, k").fetchall()
     farows = con.execute("SELECT name, k, data FROM fact_arrays").fetchall() if json.loads(meta["layout"]).get("fact_arrays") else []
     arrs = _read_arrays(con.execute("SELECT * FROM arrays ORDER BY name, chunk"))
     t = _tree_from_rows(meta, frows, nrows, mrows, farows, arrs)
     t._generation = int(meta.get("generation", "0"))
     return t
+
+def check_counts(path, meta:dict, n_facts:int, n_nodes:int):
+    "Raise `StoreDamaged` when the fact and node rows are not as many as the last commit wrote (`meta`)."
+    if "n_nodes" in meta and (n_facts != int(meta["n_facts"]) or n_nodes != int(meta["n_nodes"])):
+        raise StoreDamaged(f"store {path} is damaged: {n_facts} facts / {n_nodes} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
+
+def counts_in(con, path):
+    "The cheap check of every change (two counts, no tree read): `StoreDamaged` when rows were deleted or added behind setree's back."
+    check_counts(path, _meta(con), con.execute("SELECT count(*) FROM facts").fetchone()[0], con.execute("SELECT count(*) FROM nodes").fetchone()[0])
 
 def _load_in(con, path)->Tree:
     "The stored tree, read in the open transaction: the one check of a store's contents (`load`, `stats`, every change). Raises `StoreDamaged`."
@@ -602,11 +618,16 @@ def load(self:Store)->Tree:
     return self._txn(lambda con: _load_in(con, self.path), write=False)
 
 @patch
+def count_facts(self:Store)->int:
+    "The number of fact rows, counted without reading the tree (also on a damaged store: what a replacing build deletes)."
+    return self._txn(lambda con: con.execute("SELECT count(*) FROM facts").fetchone()[0], write=False)
+
+@patch
 def generation(self:Store)->int:
     "A number that grows with every committed save or maintenance pass (cheap: one row of `meta`)."
     return self._txn(lambda con: int(_meta(con).get("generation", "0")), write=False)
 
-# %% ../nbs/07_store.ipynb #e16421b3
+# %% ../nbs/07_store.ipynb #034b756c
 def _unpack_ragged(flat:np.ndarray, offs:np.ndarray)->list[np.ndarray]:
     o = offs.tolist()
     return [flat[a:b] for a, b in zip(o[:-1], o[1:])]
@@ -616,8 +637,7 @@ def _read_v1(con, meta:dict, path)->Tree:
     frows = con.execute("SELECT * FROM facts ORDER BY i").fetchall()
     nrows = con.execute("SELECT * FROM nodes ORDER BY v").fetchall()
     arrs = _read_arrays(con.execute("SELECT * FROM arrays ORDER BY name, chunk"))
-    if len(frows) != int(meta["n_facts"]) or len(nrows) != int(meta["n_nodes"]):
-        raise StoreDamaged(f"store {path} is damaged: {len(frows)} facts / {len(nrows)} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
+    check_counts(path, meta, len(frows), len(nrows))
     layout, N = json.loads(meta["layout"]), len(frows)
     metas = json.loads("[" + ",".join(r[3] for r in frows) + "]")
     facts = [Fact(r[1], r[2], m) for r, m in zip(frows, metas)]
@@ -666,7 +686,7 @@ def _canonical_level(lv:ClusterLevel)->ClusterLevel:
                         community=np.asarray(lv.community)[o], knn_idx=np.where(idx >= 0, inv[np.maximum(idx, 0)], -1),
                         knn_sim=np.asarray(lv.knn_sim)[o])
 
-# %% ../nbs/07_store.ipynb #beab2718
+# %% ../nbs/07_store.ipynb #37bb8933
 @patch
 def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), read in the same transaction
           check_tree:bool=True, # also read the tree as `load` does (its check); False: SQLite's quick_check only
@@ -685,6 +705,7 @@ def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), 
         if queue: out.update(_queue_in(con) if self.version >= 2 else dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None))
         problems = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
         if problems != ["ok"]: raise StoreDamaged(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})")
+        check_counts(self.path, meta, out["facts"], out["nodes"])   # free: rows deleted by hand, even without the tree's check
         if check_tree: _load_in(con, self.path)
         return out
     out = self._txn(read, write=False)

@@ -300,6 +300,31 @@ def test_a_damaged_store_exits_1_as_on_the_command_line(tmp_path):
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     assert p.returncode == 1 and len(lines) == 1 and lines[0].startswith("setree serve: error:") and "damaged" in lines[0], (p.returncode, p.stderr)
 
+@pytest.mark.parametrize("first", ["maintain", "insert", "stats"])
+def test_damage_found_while_serving_stops_the_server(tmp_path, first):          # before: insert queued, "pass finished", the server kept serving
+    "A store damaged by hand while served: the change is refused, `maintain` says its pass failed, then the server ends with the one damaged-store line, exit 1."
+    import sqlite3
+    from setree.build import build_tree
+    from setree.embed import get_embedder
+    from setree.store import Store
+    db = tmp_path / "m4.db"
+    with Store(db) as st: st.save(build_tree(FACTS[:5], embedder=get_embedder("hashing"), progress=False))
+    r = Raw(db)
+    for line in INIT[:1]: r.ask(0, line)
+    r.send(INIT[1])
+    assert not r.ask(1, tool(1, "stats", {}))["result"]["isError"]
+    c = sqlite3.connect(db); c.execute("delete from nodes where k=(select max(k) from nodes where level=1)"); c.commit(); c.close()
+    res = r.ask(2, tool(2, first, {"facts": "a new fact"} if first == "insert" else {}))["result"]
+    text = res["content"][0]["text"]
+    assert res["isError"] and "is damaged" in text and "next step: restore a copy" in text, res
+    want = {"maintain": "pass failed: ", "insert": "store error: ", "stats": "store error: "}[first]
+    assert text.startswith(want) and (first != "insert" or "nothing was queued" in text), text
+    assert r.p.wait(timeout=30) == 1
+    code, err = r.close()
+    lines = [l for l in err.splitlines() if l.strip() and not l.startswith("setree serve: knowledge base") and " WARNING " not in l]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("setree serve: error: store ") and "is damaged" in lines[0], (code, err)
+    with Store(db, readonly=True) as st: assert st.queue_state()["pending"] == 0
+
 def test_real_minilm_end_to_end(tmp_path):                                           # C-20 with the model loading, real embedder
     r = Raw(tmp_path / "kb.db", "--log-level", "info", embedder=None, env={"LANG": "C", "LC_ALL": "C"})
     r.ask(0, INIT[0]); r.send(INIT[1])

@@ -19,13 +19,15 @@ def damaged(tmp_path):
     c = sqlite3.connect(db); c.execute("delete from nodes where rowid=(select max(rowid) from nodes)"); c.commit(); c.close()
     return db, f"store {db.resolve()} is damaged: {len(FACTS)} facts / {n - 1} nodes, meta says {len(FACTS)} / {n}"
 
+NEXT = "; next step: restore a copy of the store, or rebuild it with `setree build FACTS --db PATH --replace`"
+
 def pending(db):
     from setree.store import Store
     with Store(db, readonly=True) as s: return s.queue_state()["pending"]
 
 def test_damaged_store_refuses_changes_before_queuing(damaged):           # before: the insert was queued, then its pass failed
     db, msg = damaged
-    for args in (("insert", db.parent / "more.txt"), ("forget", "f1"), ("update", "f1", "new text"), ("build", db.parent / "more.txt", "--replace")):
+    for args in (("insert", db.parent / "more.txt"), ("forget", "f1"), ("update", "f1", "new text"), ("build", db.parent / "more.txt")):
         p = run(*args, "--db", db)
         assert p.returncode == 1 and len(lines(p)) == 1 and lines(p)[0].startswith(f"setree: error: {msg}"), (args, p.stderr)
         assert p.stdout == "" and "Error:" not in p.stderr, p                 # no acknowledgement, no class name
@@ -37,13 +39,13 @@ def test_stats_reports_what_the_loader_finds(damaged):                     # bef
     db, msg = damaged
     for args in (("stats",), ("stats", "--json"), ("retrieve", "sky"), ("inspect",), ("maintain",)):
         p = run(*args, "--db", db)
-        assert p.returncode == 1 and lines(p) == [f"setree: error: {msg}"], (args, p.stderr)
+        assert p.returncode == 1 and lines(p) == [f"setree: error: {msg}{NEXT}"], (args, p.stderr)
     from setree.maintain import KnowledgeBase
     from setree.store import Store, StoreDamaged
     with Store(db, readonly=True) as s:
         for f in (s.load, s.stats):
             with pytest.raises(StoreDamaged) as e: f()
-            assert str(e.value) == msg
+            assert str(e.value) == msg + NEXT and e.value.detail == msg
     with KnowledgeBase(db) as kb:
         with pytest.raises(StoreDamaged, match="is damaged"): kb.stats()
 
@@ -52,7 +54,7 @@ def test_serve_refuses_a_damaged_store(damaged):                           # bef
     db, msg = damaged
     p = subprocess.run([sys.executable, "-m", "setree.server", "--db", str(db), "--embedder", "hashing"], stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=300)
-    assert p.returncode == 1 and lines(p) == [f"setree serve: error: {msg}"], (p.returncode, p.stderr)
+    assert p.returncode == 1 and lines(p) == [f"setree serve: error: {msg}{NEXT}"], (p.returncode, p.stderr)
     assert p.stdout == ""
 
 def full_disk(monkeypatch, pages:int):
@@ -148,3 +150,37 @@ def test_a_damaged_page_is_the_same_damage_everywhere(tmp_path):
         p = run(*args, "--db", db)
         assert p.returncode == 1 and len(lines(p)) == 1 and "damaged" in p.stderr and "Error" not in p.stderr, (args, p.stderr)
     c = sqlite3.connect(db); assert c.execute("SELECT count(*) FROM queue").fetchone()[0] == 0; c.close()
+
+
+def test_replace_is_the_way_out_of_a_damaged_store(damaged):                # before: `build --replace` was refused as damaged too
+    db, msg = damaged
+    p = run("build", db.parent / "more.txt", "--db", db, "--replace", "--embedder", "hashing", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(run("stats", "--db", db, "--json").stdout)["facts"] == 1
+
+def test_a_truncated_file_is_damaged_exit_1(tmp_path):                      # before: "not a usable setree store: ... malformed", exit 2
+    (tmp_path / "f.txt").write_text("\n".join(f"fact number {i} about things" for i in range(300)) + "\n")
+    db = tmp_path / "t.db"
+    assert run("build", tmp_path / "f.txt", "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    os.truncate(db, 40000)
+    for args in (("stats",), ("retrieve", "fact")):
+        p = run(*args, "--db", db)
+        assert p.returncode == 1 and len(lines(p)) == 1 and "is damaged: database disk image is malformed" in p.stderr and p.stderr.rstrip().endswith("--replace`"), (args, p.stderr)
+
+def test_damage_found_while_serving(tmp_path):                              # before: insert queued, maintain said "pass finished", stats "ok"
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    from setree.server import MemoryServer
+    (tmp_path / "f.txt").write_text("a b\nc d\ne f\ng h\ni j\n"); db = tmp_path / "m4.db"
+    assert run("build", tmp_path / "f.txt", "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    app = MemoryServer(KnowledgeBase(db, embedder=get_embedder("hashing")), quiet_s=0.05, poll_s=0.1).start()
+    try:
+        assert not app.call("stats", {}).is_error
+        c = sqlite3.connect(db); c.execute("delete from nodes where k=(select max(k) from nodes where level=1)"); c.commit(); c.close()
+        r = app.call("insert", {"facts": "a new fact"})
+        assert r.is_error and "is damaged" in r.content[0].text and "nothing was queued" in r.content[0].text, r
+        assert app.writer.damaged is not None and pending(db) == 0
+        r = app.call("maintain", {})
+        assert r.is_error and r.content[0].text.startswith("pass failed: ") and "is damaged" in r.content[0].text, r
+        assert app.call("stats", {}).is_error
+    finally: app.close()
