@@ -48,7 +48,7 @@ class StoreDamaged(StoreError):
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
 
-# %% ../nbs/07_store.ipynb #f99026b6
+# %% ../nbs/07_store.ipynb #e90da26f
 SCHEMA_VERSION = 2      # bumped whenever the table layout changes; a store with a larger number is refused
 FORMAT = "setree"       # value of meta.format: tells a setree store from any other SQLite file
 CHUNK_BYTES = 1 << 25   # whole-array blobs (the derived arrays) are cut into chunks of at most 32 MiB
@@ -64,6 +64,7 @@ CREATE INDEX facts_norm ON facts(norm);
 CREATE TABLE nodes  (k INTEGER PRIMARY KEY, level INTEGER NOT NULL, parent INTEGER NOT NULL, text TEXT, tokens INTEGER NOT NULL,
                      summarizer TEXT NOT NULL, faithfulness INTEGER, count INTEGER, loss REAL, dloss REAL,
                      emb BLOB NOT NULL, leaf_sum BLOB, quotes BLOB);
+CREATE INDEX nodes_level ON nodes(level);   -- small: counting the nodes (the damage check of every change) reads it, not the table's pages
 CREATE TABLE members(l INTEGER NOT NULL, k INTEGER NOT NULL, parent INTEGER NOT NULL, community INTEGER NOT NULL,
                      centroid BLOB, knn BLOB NOT NULL, knn_sim BLOB NOT NULL, PRIMARY KEY (l, k));
 CREATE TABLE fact_arrays(name TEXT NOT NULL, k INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY (name, k));
@@ -265,7 +266,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #28f5eb87
+# %% ../nbs/07_store.ipynb #b1f9c967
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -372,6 +373,8 @@ class Store:
             con.execute("PRAGMA journal_mode=WAL")   # only once we know the file is ours
             con.execute(f"PRAGMA wal_autocheckpoint = {WAL_PAGES}"); con.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             if version == 1: self._upgrade()
+            if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'nodes_level'").fetchone():
+                con.execute("CREATE INDEX IF NOT EXISTS nodes_level ON nodes(level)")   # a store written before the index: made once
 
     def close(self):
         "Close the connection (idempotent). The last connection to close checkpoints the WAL into the main file."
