@@ -663,14 +663,13 @@ def _min_budget(ix, tree, dates)->int:
     "The smallest budget that returns something: header + the root's cheapest line."
     return min(_root_cost(ix, tree, dates), _root_cost(ix, tree, dates, False) if tree.root >= ix.N else math.inf)
 
-# %% ../nbs/06_cover.ipynb #f6068fd9
-def _fit_root_line(tree, ix, w, rel_ord, visible, eff):
+# %% ../nbs/06_cover.ipynb #15e45a7c
+def _fit_root_line(tree, ix, w, rel, visible, eff): # rel: (N,) the facts' relevance, in fact order
     "Rewrite the root's short line as `prompt_phrases` in its own tokens plus the unspent budget (see 'The root's line')."
     N = ix.N
     shown = w.selected[:N].copy()                                          # every selected fact stands in the context (its line, a twin's, a summary's)
     for v in np.flatnonzero(visible[N:]) + N: shown[ix.quotes[v]] = True
     texts = [tree.texts[v] for v in np.flatnonzero(visible).tolist() if v != tree.root] + [ix.gtext[g] for g in np.flatnonzero(w.gcount)]
-    rel = np.empty(N, np.float32); rel[tree.order] = w.rel
     extra = eff - w.used
     if w.ns > 1: extra = min(extra, max(0, math.floor(w.cap - w._refundable())))   # other summaries shown: within the overview share
     cap = w.rbody + extra
@@ -700,7 +699,7 @@ def _root_alone(tree, ix, rel, rel_ord, q, eff, params, trace)->tuple:
     cap = next((c for c in range(max(1, eff - base + 1), ix.label_tokens) if _phrase_line(tree, rel, c, k)[0]), ix.label_tokens)
     return None, base + cap
 
-# %% ../nbs/06_cover.ipynb #903e1c49
+# %% ../nbs/06_cover.ipynb #0ef86056
 def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
                  q:np.ndarray, # prompt embedding, float (d,), unit norm
                  budget:int, # tokens; validated by `check_budget`; huge values mean "everything fits"
@@ -732,7 +731,7 @@ def select_cover(tree:Tree, # a finalized tree (M = 0 allowed)
     full_root = _root_full(ix, tree, params, eff)
     w = _walk(tree, ix, rel_ord, q, eff, params, trace, full_root)
     visible = np.concatenate([w.selected[:N] & (w.qcount == 0) & ~w.twin_shown, w.shown[N:]])
-    if params.glimpse and not full_root and tree.root >= N and w.shown[tree.root]: _fit_root_line(tree, ix, w, rel_ord, visible, eff)
+    if params.glimpse and not full_root and tree.root >= N and w.shown[tree.root]: _fit_root_line(tree, ix, w, rel, visible, eff)
     vis, groups = _render_order(tree, ix, visible, params.dates)
     return done(_cover_items(tree, ix, w, vis), int(w.used), "ok", None, (tuple(groups), ix.gtext, ix.gkey))
 

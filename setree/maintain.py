@@ -17,8 +17,8 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_C
            'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
            'update_line_tokens', 'incremental_pass']
 
-# %% ../nbs/07b_maintain.ipynb #74337489
-from .build import has_text_id as _derived, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
+# %% ../nbs/07b_maintain.ipynb #5bf34222
+from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
 # %% ../nbs/07b_maintain.ipynb #45068a9b
 @dataclass
@@ -139,7 +139,7 @@ class KnowledgeBase:
             raise EmbedderMismatch(self.path, stored, given, advice="open the knowledge base without an embedder (its own is used), "
                                    "or build(facts, replace=True) to re-embed every fact with the new one")
 
-# %% ../nbs/07b_maintain.ipynb #8bae283e
+# %% ../nbs/07b_maintain.ipynb #3e51938c
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
@@ -153,7 +153,7 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
         now = lambda i: alias.get(i, renamed.get(i, i))
         check.ids, check.already = [now(i) for i in ids], list(dict.fromkeys(alias.values()))
         check.merged = {**{g: now(i) for g, i in merged.items()},      # (and a named id whose text is stored under another id)
-                        **{f.id: alias[f.id] for f in kept if alias.get(f.id, f.id) != f.id and not _derived(f)}}
+                        **{f.id: alias[f.id] for f in kept if alias.get(f.id, f.id) != f.id and not has_text_id(f)}}
         return {"facts": [_fact_dict(f) for f in new]}
     seq = self._enqueue("insert", {}, check)
     return Ack(seq, "insert", check.ids, check.already, check.merged)

@@ -841,7 +841,7 @@ def phrase_stats(self:Store, generation:int # the generation of the tree the cou
         return int(m["phrases_n"]), dict(con.execute("SELECT k, df FROM phrases"))
     return self._txn(read, write=False)
 
-# %% ../nbs/07_store.ipynb #895d2620
+# %% ../nbs/07_store.ipynb #ba8537c4
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
@@ -897,8 +897,8 @@ def _changed_nodes(old:Tree, Ko, new:Tree, Kn, dirty)->np.ndarray:
                  not np.array_equal(Ko[np.asarray(old.quotes[j], np.int64)], Kn[np.asarray(new.quotes[i], np.int64)]))
     return ch
 
-def _changed_facts(old:Tree, Ko, new:Tree, Kn, dirty_facts)->np.ndarray:
-    N = len(new.facts); pos = _key_index(old)(Kn[:N]); pos[pos >= len(old.facts)] = -1; ch = pos < 0   # (Ko: the keys of `old`)
+def _changed_facts(old:Tree, new:Tree, Kn, dirty_facts)->np.ndarray:
+    N = len(new.facts); pos = _key_index(old)(Kn[:N]); pos[pos >= len(old.facts)] = -1; ch = pos < 0
     if dirty_facts is not None: return ch | dirty_facts
     for i, j in enumerate(pos.tolist()):
         if j >= 0:
@@ -937,7 +937,7 @@ def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_
         g = [(int(k),) for k in gone]
         for table in ("facts", "nodes", "fact_arrays"): con.executemany(f"DELETE FROM {table} WHERE k = ?", g)
         # (their member rows go with the stale rows of each level below: a delete by k alone would scan the whole table)
-    cf = np.flatnonzero(_changed_facts(old, Ko, new, Kn, dirty_facts))
+    cf = np.flatnonzero(_changed_facts(old, new, Kn, dirty_facts))
     try: con.executemany(_INS["facts"], _fact_rows(new, Kn, cf.tolist()))
     except sqlite3.IntegrityError as e: raise InvalidTree(f"cannot store the facts: {e} (fact ids must be unique)") from e
     con.executemany(_INS["fact_arrays"], _fact_array_rows(new, Kn, cf.tolist()))
