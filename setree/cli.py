@@ -249,16 +249,13 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"])
     return rep
 
-# %% ../nbs/08_cli.ipynb #b9ca6a60
+# %% ../nbs/08_cli.ipynb #c730dc83
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return "queued; not applied yet (--defer): run `setree maintain`"
     if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
                             f"applies it (`setree stats --db {db}` shows applied_seq)")
-    if rep["full_rebuild"]:
-        return (f"pass: full rebuild ({rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated), "
-                f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
-    return (f"pass: {rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated, "
-            f"{rep['resummarized']} summaries written, in {rep['seconds']:.2f} s")
+    counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
+    return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summaries written, in {rep['seconds']:.2f} s"
 
 # %% ../nbs/08_cli.ipynb #0a40dcfb
 def cmd_build(args)->int:

@@ -274,7 +274,7 @@ def _due(self:Writer, now:float)->bool:
     if self._requested > self._served: return True
     return self._dirty is not None and now >= max(self._dirty + self.quiet_s, self._not_before)
 
-# %% ../nbs/08b_server.ipynb #a79bee9e
+# %% ../nbs/08b_server.ipynb #3862f6e4
 @patch
 def _next(self:Writer)->int|None:
     "Block until a pass is due; returns the request count it serves, or None when stopping."
@@ -295,11 +295,16 @@ def _next(self:Writer)->int|None:
                 with self._cv: self._dirty = self._dirty or time.monotonic() - self.quiet_s
 
 @patch
+def _mark_damaged(self:Writer, e:Exception):
+    "The store was found damaged (by a pass or a tool call): keep the first such error, run no more passes, wake whoever waits."
+    with self._cv: self.damaged, self._stop = self.damaged or e, True; self._cv.notify_all()
+
+@patch
 def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #c659ca98
+# %% ../nbs/08b_server.ipynb #30bdea05
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
@@ -310,7 +315,7 @@ def _run(self:Writer):
             error = (report or {}).get("error")
         except StoreDamaged as e:
             error = str(e)
-            with self._cv: self.damaged, self._stop = e, True   # a damaged store takes no more passes
+            self._mark_damaged(e)   # a damaged store takes no more passes
         except Exception as e:
             error = f"{type(e).__name__}: {e}"
         with self._cv:
@@ -522,7 +527,7 @@ def tool_maintain(self:MemoryServer, wait_seconds=60):
     msg = (f"pass failed: {failed}" if failed else "pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
     return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)), error=bool(failed))
 
-# %% ../nbs/08b_server.ipynb #438e81d4
+# %% ../nbs/08b_server.ipynb #c7a7d43b
 @patch
 def call(self:MemoryServer, name:str, # tool name
           arguments:dict|None, # its arguments
@@ -546,7 +551,7 @@ def call(self:MemoryServer, name:str, # tool name
     except StoreBusy as e:
         return _result(f"the knowledge base is busy, nothing was changed; retry: {e}", {"error": str(e), "retryable": True}, error=True)
     except StoreDamaged as e:
-        with self.writer._cv: self.writer.damaged, self.writer._stop = self.writer.damaged or e, True; self.writer._cv.notify_all()
+        self.writer._mark_damaged(e)
         return _result(f"store error: {e}", {"error": str(e), "retryable": False}, error=True)
     except StoreError as e:
         return _result(f"store error: {e}", {"error": str(e), "retryable": False}, error=True)
