@@ -48,10 +48,10 @@ class StoreDamaged(StoreError):
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
 
-# %% ../nbs/07_store.ipynb #e90da26f
+# %% ../nbs/07_store.ipynb #296b0186
 SCHEMA_VERSION = 2      # bumped whenever the table layout changes; a store with a larger number is refused
 FORMAT = "setree"       # value of meta.format: tells a setree store from any other SQLite file
-CHUNK_BYTES = 1 << 25   # whole-array blobs (the derived arrays) are cut into chunks of at most 32 MiB
+CHUNK_BYTES = 1 << 14   # whole-array blobs (the derived arrays) are cut into chunks of 16 KiB (four pages): a pass rewrites only the chunks that changed
 WAL_PAGES = 16384       # a writer checkpoints the write-ahead log once it holds this many pages (64 MiB at SQLite's 4 KiB pages; see `Store`)
 CACHE_KIB = 65536       # a writer's SQLite page cache, KiB (SQLite's default: 2,000; see `Store`)
 FACT_ARRAYS: dict = {}  # per-fact ragged arrays persisted with the tree: Tree attribute name -> numpy dtype (see `register_fact_array`)
@@ -425,7 +425,7 @@ def check_embedder(self:Store, identity:str # the caller's embedder identity (`e
     stored = self.embedder_id()
     if stored and stored != identity: raise EmbedderMismatch(self.path, stored, identity)
 
-# %% ../nbs/07_store.ipynb #bde1996c
+# %% ../nbs/07_store.ipynb #a9a38235
 def _layout(t:Tree)->dict:
     return {"fields": [n for n in (*_ARRAY_FIELDS, "faithfulness") if getattr(t, n) is not None], "truncated": t.truncated is not None,
             "emb_dtype": _le(np.zeros(0, np.asarray(t.emb).dtype), "emb").dtype.str,
@@ -441,10 +441,36 @@ def _write_meta(con, t:Tree, K:np.ndarray, extra:dict|None=None):
           "next_key": str(max(int(old.get("next_key", "0")), int(K.max(initial=-1)) + 1)), **(extra or {})}
     con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", kv.items())
 
-def _write_derived(con, t:Tree):
-    con.execute("DELETE FROM arrays")
+def _chunk_sizes(nbytes:int)->list[int]: return [min(CHUNK_BYTES, nbytes - o) for o in range(0, nbytes, CHUNK_BYTES)] or [0]
+
+def _changed_chunks(old:np.ndarray, new:np.ndarray)->np.ndarray:
+    "Chunk numbers of `new`'s `_array_rows` whose bytes differ from `old`'s (both little-endian, same dtype): chunk 0 too when the shape changed."
+    a, b = old.reshape(-1).view(np.uint8), new.reshape(-1).view(np.uint8)
+    n, full = len(_chunk_sizes(len(b))), min(len(a), len(b)) // CHUNK_BYTES   # (full: chunks whole in both, compared as rows)
+    diff = np.flatnonzero((a[:full * CHUNK_BYTES].reshape(full, -1) != b[:full * CHUNK_BYTES].reshape(full, -1)).any(1)) if full else np.zeros(0, np.int64)
+    cut = lambda x, k: x[k * CHUNK_BYTES:(k + 1) * CHUNK_BYTES]   # (the chunks past `full`: a shorter last one, or new ones)
+    tail = [k for k in range(full, n) if len(cut(a, k)) != len(cut(b, k)) or not np.array_equal(cut(a, k), cut(b, k))]
+    return np.unique(np.r_[diff, tail, [0] if old.shape != new.shape else []].astype(np.int64))
+
+def _write_derived(con, t:Tree, base:Tree|None=None):
+    """The derived arrays of `t`. With `base`, the tree the store holds: only the chunks in which they differ from base's, and those past
+    their new end deleted; an array stored in other chunks (by an older writer) or of another dtype is written whole. Returns chunks written."""
+    if base is None: con.execute("DELETE FROM arrays")
+    stored = {}
+    for name, n in (con.execute("SELECT name, length(data) FROM arrays ORDER BY name, chunk") if base is not None else ()): stored.setdefault(name, []).append(n)
+    out = 0
     for name in DERIVED_FIELDS:
-        if getattr(t, name) is not None: con.executemany("INSERT INTO arrays VALUES (?, ?, ?, ?, ?)", _array_rows(name, getattr(t, name)))
+        a, b = getattr(t, name), getattr(base, name, None) if base is not None else None
+        if a is None: con.execute("DELETE FROM arrays WHERE name = ?", (name,)); continue
+        rows, a = list(_array_rows(name, a)), _le(a, name)
+        b = None if b is None else _le(b, name)
+        if b is None or b.dtype != a.dtype or stored.get(name) != _chunk_sizes(b.nbytes):
+            if name in stored: con.execute("DELETE FROM arrays WHERE name = ?", (name,))
+        else:
+            rows = [rows[k] for k in _changed_chunks(b, a).tolist()]
+            con.execute("DELETE FROM arrays WHERE name = ? AND chunk >= ?", (name, len(_chunk_sizes(a.nbytes))))
+        con.executemany("INSERT OR REPLACE INTO arrays VALUES (?, ?, ?, ?, ?)", rows); out += len(rows)
+    return out
 
 _INS = {"facts": "INSERT INTO facts VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(k) DO UPDATE SET id = excluded.id, text = excluded.text, "
                  "norm = excluded.norm, meta = excluded.meta, truncated = excluded.truncated",   # a repeated id still fails
@@ -841,7 +867,7 @@ def phrase_stats(self:Store, generation:int # the generation of the tree the cou
         return int(m["phrases_n"]), dict(con.execute("SELECT k, df FROM phrases"))
     return self._txn(read, write=False)
 
-# %% ../nbs/07_store.ipynb #ba8537c4
+# %% ../nbs/07_store.ipynb #d9885169
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
@@ -854,11 +880,14 @@ class _KeyIndex:
         self.Ko = Ko = np.asarray(Ko, np.int64); self.lut = self.o = None
         if not len(Ko): return
         lo, hi = int(Ko.min()), int(Ko.max())
-        if lo >= 0 and hi < 4 * len(Ko) + (1 << 20): self.lut = np.full(hi + 1, -1, np.int64); self.lut[Ko[::-1]] = np.arange(len(Ko) - 1, -1, -1)
+        if lo >= 0 and hi < 4 * len(Ko) + (1 << 20):   # (one entry past the keys, -1: a key of -1 looks it up as the table's last)
+            self.lut = np.full(hi + 2, -1, np.int64); self.lut[Ko[::-1]] = np.arange(len(Ko) - 1, -1, -1)
         else: self.o = np.argsort(Ko, kind="stable"); self.s = Ko[self.o]
     def __call__(self, Kn:np.ndarray)->np.ndarray: # (len(Kn),) int64 positions in Ko, -1 where absent
         Kn = np.asarray(Kn, np.int64)
-        if self.lut is not None: ok = (Kn >= 0) & (Kn < len(self.lut)); return np.where(ok, self.lut[np.where(ok, Kn, 0)], -1)
+        if self.lut is not None:
+            if not Kn.size or (Kn.min() >= -1 and Kn.max() < len(self.lut)): return self.lut[Kn]   # (the usual case: no key out of the table)
+            ok = (Kn >= 0) & (Kn < len(self.lut)); return np.where(ok, self.lut[np.where(ok, Kn, 0)], -1)
         if self.o is None: return np.full(len(Kn), -1, np.int64)
         i = np.minimum(np.searchsorted(self.s, Kn), len(self.s) - 1)
         return np.where(self.s[i] == Kn, self.o[i], -1)
@@ -951,7 +980,7 @@ def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_
             con.executemany("DELETE FROM members WHERE l = ? AND k = ?", ((l, int(k)) for k in stale))
         cm = np.flatnonzero(_changed_members(old, Ko, new, Kn, l, None if dirty_members is None else dirty_members[l]))
         con.executemany(_INS["members"], _member_rows(new, Kn, l, cm.tolist())); out["members"] += int(len(cm))
-    _write_derived(con, new)
+    out["array_chunks"] = _write_derived(con, new, old)
     return out
 
 # %% ../nbs/07_store.ipynb #db1ba3b9
