@@ -352,7 +352,7 @@ def prime(texts:list[str] # fact texts the process will summarize again and agai
     for t in texts: fact_phrases(t)
     _phrase_ids(list(texts))
 
-# %% ../nbs/03_summarize.ipynb #91859be6
+# %% ../nbs/03_summarize.ipynb #2a072017
 def _count_phrases(cat:np.ndarray # (m,) int64 phrase ids of a node's facts, fact after fact
                   )->tuple: # (u, first, c): `np.unique(cat, return_index=True, return_counts=True)`
     "The distinct ids (sorted), where each first occurs and how often; counted over the whole vocabulary when `cat` is long."
@@ -362,6 +362,7 @@ def _count_phrases(cat:np.ndarray # (m,) int64 phrase ids of a node's facts, fac
     first = np.full(V, len(cat), np.int64); np.minimum.at(first, cat, np.arange(len(cat)))
     return u, first[u], cnt[u]
 
+# %% ../nbs/03_summarize.ipynb #6875382f
 def _word_positions(u:np.ndarray # (p,) sorted distinct phrase ids of a node (with both words of each of its pairs)
                    )->np.ndarray: # (p, 2) int64 positions in `u` of each phrase's two words; a single word: its own, twice
     W = _PHRASE_WORDS[u]
@@ -370,6 +371,7 @@ def _word_positions(u:np.ndarray # (p,) sorted distinct phrase ids of a node (wi
     pos = np.zeros(len(_PHRASE_KEYS), np.int64); pos[u] = np.arange(len(u))
     return pos[W]
 
+# %% ../nbs/03_summarize.ipynb #9fc7df97
 def _approx_weights(c:np.ndarray, bdf:np.ndarray, # (p,) counts of the node's phrases (sorted ids) in the node, background counts
                     n:int, N:int, # facts in the node and in all
                     wpos:np.ndarray, # (p, 2) `_word_positions` of the phrases
@@ -388,6 +390,7 @@ def _approx_weights(c:np.ndarray, bdf:np.ndarray, # (p,) counts of the node's ph
     if seen is not None: approx[~seen] = -1.0
     return approx, df, logs
 
+# %% ../nbs/03_summarize.ipynb #6a84ed0d
 def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:int, limit:int, wpos:np.ndarray)->tuple:
     """Background counts of only the phrases that can rank among the `limit` best, and which ones were looked up: since df >= c,
     no phrase weighs more than `c/n · log(N/c)`; phrases are looked up by that bound, best first, until no other can reach the
@@ -407,6 +410,7 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
             if len(a) >= limit and ub[rank[k]] < np.partition(a, len(a) - limit)[len(a) - limit] - 2e-9: break
     return bdf, seen
 
+# %% ../nbs/03_summarize.ipynb #12e3990d
 def top_phrases(texts:list[str], # the node's facts, most central first
                 background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
                 limit:int=64, # how many of the best phrases
