@@ -78,13 +78,14 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #49ab5e01
+# %% ../nbs/08_cli.ipynb #2cf35d55
 def _txt_items(text:str)->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
     skipped); only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
     return [(n, l.removesuffix("\r")) for n, l in enumerate(text.split("\n"), 1) if not is_blank(l)]
 
+# %% ../nbs/08_cli.ipynb #d89cb711
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
     from setree.core import RepeatedKey, unique_keys
@@ -634,7 +635,7 @@ def outline(tree, # a finalized tree
         stack.extend(reversed(tree.children[v].tolist()))
     return "\n".join(lines)
 
-# %% ../nbs/08_cli.ipynb #4833d977
+# %% ../nbs/08_cli.ipynb #e42be1d3
 def _node_dict(tree, v):
     d = {"node": v, "level": int(tree.level[v]), "text": tree.texts[v], "tokens": int(tree.tokens[v])}
     if v < tree.n_facts: d["fact_id"] = tree.facts[v].id
@@ -643,6 +644,7 @@ def _node_dict(tree, v):
                  children=[_node_dict(tree, int(c)) for c in tree.children[v]])
     return d
 
+# %% ../nbs/08_cli.ipynb #6c45b2b1
 def cmd_inspect(args)->int:
     "setree inspect --db PATH [--depth N | --json]: the tree as an outline or nested JSON."
     if args.json and args.depth is not None: raise UsageError("--depth shapes the outline and --json gives the whole tree: use one of them")

@@ -143,7 +143,7 @@ def _shown(v)->str:
     except (TypeError, ValueError, RecursionError): t = repr(v)
     return t if len(t) <= 40 else t[:39] + "…"
 
-# %% ../nbs/08b_server.ipynb #65355421
+# %% ../nbs/08b_server.ipynb #bffbfb89
 def fact_items(facts # one text, one {text, id?, meta?} object, or a list of them
               )->list:
     "The facts of an `insert`/`build` call as a list, validated by `setree.core.as_facts` (its messages). Raises `TypeError`, `ValueError`."
@@ -154,6 +154,7 @@ def fact_items(facts # one text, one {text, id?, meta?} object, or a list of the
     as_facts(items)
     return items
 
+# %% ../nbs/08b_server.ipynb #b5639477
 def fact_ids(ids # one fact id, or a list of them
             ):
     "The ids of a `forget` call: none blank (the library's words for a blank id; it checks their types itself). Raises `ValueError`."
@@ -465,7 +466,7 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #2ea4ca92
+# %% ../nbs/08b_server.ipynb #4c6454e4
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
              earlier_pending:bool=True, # an insert of stored texts only: whether a change queued before it is still unapplied
@@ -481,6 +482,7 @@ def ack_text(ack, # the `Ack` of a queued change
         return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {ack.seq}."
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally within a second)."
 
+# %% ../nbs/08b_server.ipynb #0d1ffc09
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
