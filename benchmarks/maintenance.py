@@ -1,11 +1,13 @@
 """Measurements of setree's living knowledge base (`setree.maintain.KnowledgeBase`): cost of incremental passes
-against full rebuilds, quality of a grown tree against a full build on LoCoMo, and kill -9 fault injection.
+against full rebuilds, quality of a grown tree against a full build on LoCoMo, kill -9 fault injection, and three processes
+inserting, maintaining and retrieving on one store at once.
 
 Harness code only (not part of the `setree` package). Run from the repository root:
 
     python benchmarks/maintenance.py cost --sizes 1000 10000 50000 --out benchmarks/maintenance_cost.json
     python benchmarks/maintenance.py quality --out benchmarks/maintenance_quality.json
     python benchmarks/maintenance.py faults --kills 100 --out benchmarks/maintenance_faults.json
+    python benchmarks/maintenance.py concurrency --runs 3 --out benchmarks/maintenance_concurrency.json
 
 The cost run is meant to be started under `taskset -c 0` with OMP/OPENBLAS/MKL_NUM_THREADS=1 (one core)."""
 from __future__ import annotations
@@ -459,6 +461,86 @@ def cmd_faults(a):
     return 0
 
 
+# ---------------------------------------------------------------- concurrency (three processes)
+def _concurrency_scenario():
+    "The three-process scenario of `tests/test_maintain_concurrency.py` (its child scripts and CLI helper), imported, not copied."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("maint_concurrency_test", ROOT / "tests" / "test_maintain_concurrency.py")
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+    return m
+
+
+def run_concurrency(workdir:Path, n_start:int=30, max_s:float=300.0)->dict:
+    """One run of the three processes: the test's inserter (200 facts, one `setree insert --defer` each), its retriever (a
+    read-only KnowledgeBase retrieving in a loop) and `setree maintain` in fresh processes every 0.5 s from here; then one
+    last pass. Counts what was lost, every error any of them saw, and the time each part took."""
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    from setree.core import check_tree
+    sc = _concurrency_scenario()
+    db, stop = workdir / "kb.db", workdir / "stop"
+    with KnowledgeBase(db, embedder=get_embedder("hashing")) as kb:
+        kb.insert([f"start fact {i}: the user owns item {i}" for i in range(n_start)]); kb.maintain(); n0 = kb.stats()["facts"]
+    t0 = time.perf_counter()
+    ins = subprocess.Popen([sys.executable, "-c", sc.INSERTER, str(db), str(workdir / "ins.json")])
+    ret = subprocess.Popen([sys.executable, "-c", sc.RETRIEVER, str(db), str(workdir / "ret.json"), str(stop)])
+    maint = []   # (seconds, returncode, stderr) of every `setree maintain` process
+    while ins.poll() is None and time.perf_counter() - t0 < max_s:
+        t1 = time.perf_counter(); p = sc.cli("maintain", "--db", db, "--embedder", "hashing")
+        maint.append((time.perf_counter() - t1, p.returncode, p.stderr))
+        time.sleep(0.5)
+    ins_rc = ins.wait(timeout=120); ins_s = time.perf_counter() - t0
+    t1 = time.perf_counter(); p = sc.cli("maintain", "--db", db, "--embedder", "hashing")   # drain the last queued inserts
+    last = (time.perf_counter() - t1, p.returncode, p.stderr)
+    stop.write_text(""); ret_rc = ret.wait(timeout=120); total_s = time.perf_counter() - t0
+    fails = json.loads((workdir / "ins.json").read_text())["fails"] if (workdir / "ins.json").exists() else None
+    rr = json.loads((workdir / "ret.json").read_text()) if (workdir / "ret.json").exists() else {"calls": 0, "errors": ["no output"]}
+    expected = {f"concurrent fact {i}: the user visited place {i * 31 % 97} on day {i}" for i in range(200)}
+    with KnowledgeBase(db, embedder=get_embedder("hashing")) as kb:
+        st = kb.stats(); tree = kb.tree(); texts = {f.text for f in tree.facts}
+        try: check_tree(tree); tree_ok = True
+        except Exception as e: tree_ok = repr(e)
+    errors = [e for _, rc, e in maint + [last] if rc != 0] + [f[2] for f in (fails or [])] + rr["errors"]
+    ms = [s for s, _, _ in maint]
+    return {"start_facts": n0, "final_facts": st["facts"], "expected_final": n0 + 200, "pending_after": st["pending"],
+            "integrity": st["integrity"], "tree_valid": tree_ok, "lost_facts": len(expected - texts),
+            "inserter_rc": ins_rc, "insert_failures": len(fails) if fails is not None else None,
+            "maintain_processes": len(maint) + 1, "maintain_failures": sum(rc != 0 for _, rc, _ in maint + [last]),
+            "retriever_rc": ret_rc, "retrieve_calls": rr["calls"], "retrieve_errors": len(rr["errors"]),
+            "lock_errors": sum("locked" in e.lower() for e in errors), "errors": errors[:10],
+            "inserter_s": ins_s, "total_s": total_s, "maintain_s": {"p50": pct(ms, 50), "p95": pct(ms, 95), "max": max(ms, default=float("nan"))},
+            "last_maintain_s": last[0], "retrieves_per_s": rr["calls"] / total_s}
+
+
+def concurrency_summary(c:dict)->str:
+    "One paragraph of numbers from the three-process runs."
+    rs = c["runs"]; s = lambda k: sum(r[k] or 0 for r in rs)
+    each = lambda f, d=2: ", ".join(f"{f(r):.{d}f}" for r in rs)
+    ok = all(r["final_facts"] == r["expected_final"] and r["lost_facts"] == 0 and r["lock_errors"] == 0 for r in rs)
+    return "\n".join([f"runs: {len(rs)}; every run ended with final count = start + 200: {ok}",
+                      f"final facts per run: {[r['final_facts'] for r in rs]} (start {[r['start_facts'] for r in rs]}); facts lost: {s('lost_facts')}",
+                      f"lock errors reaching a user: {s('lock_errors')}; insert failures: {s('insert_failures')}, maintain failures: {s('maintain_failures')}, "
+                      f"retrieve errors: {s('retrieve_errors')}",
+                      f"integrity: {sorted({r['integrity'] for r in rs})}, trees valid: {all(r['tree_valid'] is True for r in rs)}, pending after the last pass: {s('pending_after')}",
+                      f"`setree maintain` processes per run (the last one drains the queue): {[r['maintain_processes'] for r in rs]}; "
+                      f"each one's wall time (a fresh process: imports, open, pass) P50 {each(lambda r: r['maintain_s']['p50'])} s, "
+                      f"P95 {each(lambda r: r['maintain_s']['p95'])} s",
+                      f"200 inserts took {each(lambda r: r['inserter_s'], 1)} s; retrieve calls {[r['retrieve_calls'] for r in rs]} "
+                      f"({each(lambda r: r['retrieves_per_s'], 1)} per s)"])
+
+
+def cmd_concurrency(a):
+    m = machine(); runs = []
+    for k in range(a.runs):
+        with tempfile.TemporaryDirectory() as d:
+            runs.append(run_concurrency(Path(d)))
+        print(json.dumps(runs[-1], default=str), flush=True)
+    res = {"machine": {**m, "load_end": os.getloadavg()}, "runs": runs}
+    Path(a.out).write_text(json.dumps(res, indent=1, default=str))
+    print(concurrency_summary(res))
+    return 0 if all(r["lost_facts"] == 0 and r["lock_errors"] == 0 and r["final_facts"] == r["expected_final"] for r in runs) else 1
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -471,8 +553,10 @@ def main(argv=None):
     q.add_argument("--seed", type=int, default=0); q.add_argument("--conversations", nargs="*")
     f = sub.add_parser("faults"); f.add_argument("--kills", type=int, default=100); f.add_argument("--seed", type=int, default=0)
     f.add_argument("--out", default="benchmarks/maintenance_faults.json")
+    k = sub.add_parser("concurrency"); k.add_argument("--runs", type=int, default=3)
+    k.add_argument("--out", default="benchmarks/maintenance_concurrency.json")
     a = ap.parse_args(argv)
-    return {"cost": cmd_cost, "quality": cmd_quality, "faults": cmd_faults}[a.cmd](a)
+    return {"cost": cmd_cost, "quality": cmd_quality, "faults": cmd_faults, "concurrency": cmd_concurrency}[a.cmd](a)
 
 
 
@@ -575,16 +659,17 @@ def merged_cost(bench_dir:Path)->dict|None:
     "The cost results of every `maintenance_cost*.json` run in one object (sizes ascending; each run keeps its machine record)."
     runs = [json.loads(p.read_text()) for p in sorted(Path(bench_dir).glob("maintenance_cost*.json")) if "_partial_" not in p.name]
     if not runs: return None
-    sizes = {n: r for run in runs for n, r in run["sizes"].items()}
+    sizes = {n: {**r, "machine": run["machine"]} for run in runs for n, r in run["sizes"].items()}   # each size keeps its run's record
     return {"machines": [run["machine"] for run in runs], "machine": runs[0]["machine"],
             "sizes": {n: sizes[n] for n in sorted(sizes, key=int)}}
 
 
 def write_summary(bench_dir:Path):
-    "Write maintenance.md (the tables) and maintenance.json (cost, quality and fault results in one object)."
+    "Write maintenance.md (the tables) and maintenance.json (cost, quality, fault and concurrency results in one object)."
     bench_dir = Path(bench_dir)
     load = lambda n: json.loads((bench_dir / n).read_text()) if (bench_dir / n).exists() else None
     cost, quality, faults = merged_cost(bench_dir), load("maintenance_quality.json"), load("maintenance_faults.json")
+    conc = load("maintenance_concurrency.json")
     md = ["# Maintenance measurements", "", "Produced by `benchmarks/maintenance.py` (see the maintenance report notebook for the method)."]
     if cost:
         md += ["", "## Cost", ""] + [f"Run: setree {m.get('library', {}).get('setree_commit', '?')}, {m['cpus']} cores, affinity {m['affinity']}, Python {m['python']}, {m['utc']}, "
@@ -596,8 +681,9 @@ def write_summary(bench_dir:Path):
                "After forgetting 20 % of the facts (seed 0):", "", quality_table(quality, forget=True)]
     if faults: md += ["", "## kill -9 during passes", "", f"setree code measured: {faults.get('machine', {}).get('library', 'see the report')}", "",
                       faults_summary(faults)]
+    if conc: md += ["", "## Three processes at once", "", f"setree code measured: {conc['machine'].get('library')}", "", concurrency_summary(conc)]
     (bench_dir / "maintenance.md").write_text("\n".join(md) + "\n", encoding="utf-8")
-    (bench_dir / "maintenance.json").write_text(json.dumps({"cost": cost, "quality": quality, "faults": faults}, indent=1, default=str))
+    (bench_dir / "maintenance.json").write_text(json.dumps({"cost": cost, "quality": quality, "faults": faults, "concurrency": conc}, indent=1, default=str))
 
 
 if __name__ == "__main__":

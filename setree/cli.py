@@ -10,11 +10,11 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS', 'UsageError',
-           'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'check_llm_flags', 'PassFailed',
-           'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update',
-           'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline',
-           'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main',
-           'one_line']
+           'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'store_errors', 'check_llm_flags',
+           'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget',
+           'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable',
+           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code',
+           'main', 'one_line', 'lists_in_json']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -78,13 +78,14 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #49ab5e01
+# %% ../nbs/08_cli.ipynb #2cf35d55
 def _txt_items(text:str)->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
     skipped); only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
     return [(n, l.removesuffix("\r")) for n, l in enumerate(text.split("\n"), 1) if not is_blank(l)]
 
+# %% ../nbs/08_cli.ipynb #d89cb711
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
     from setree.core import RepeatedKey, unique_keys
@@ -172,15 +173,22 @@ def _positive_int(s:str)->int:
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
-# %% ../nbs/08_cli.ipynb #5a7bc8b5
+# %% ../nbs/08_cli.ipynb #d74691e8
+@contextlib.contextmanager
+def store_errors():
+    "Within: a `StoreError` becomes a `UsageError` (exit 2), except `StoreDamaged` (a damaged file, SQLite's \"malformed\"), which stays itself (exit 1)."
+    from setree.store import StoreDamaged, StoreError
+    try: yield
+    except StoreDamaged: raise
+    except StoreError as e: raise UsageError(str(e)) from None
+
+# %% ../nbs/08_cli.ipynb #9e0fdc8f
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
-    from setree.store import Store, StoreDamaged, StoreError
+    from setree.store import Store
     p = Path(path)
     if not create and not p.exists(): raise UsageError(f"store not found: {path}")
-    try: return Store(p, create=True) if create else Store(p, create=False, readonly=True)
-    except StoreDamaged: raise   # a damaged file (SQLite: "malformed"): exit 1, as any damage
-    except StoreError as e: raise UsageError(str(e)) from None
+    with store_errors(): return Store(p, create=True) if create else Store(p, create=False, readonly=True)
 
 def _embedder(name:str):
     from setree.embed import get_embedder
@@ -203,19 +211,16 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #05cc5048
+# %% ../nbs/08_cli.ipynb #ba232f65
 def _kb(args, embedder=None, create:bool=True):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
-    from setree.store import StoreDamaged, StoreError
     p = Path(args.db)
     if not create and not p.exists(): raise UsageError(f"store not found: {args.db}")
     cfg = load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
     if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
-    try: return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
-    except StoreDamaged: raise   # a damaged file (SQLite: "malformed"): exit 1, as any damage
-    except StoreError as e: raise UsageError(str(e)) from None
+    with store_errors(): return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
 
 # %% ../nbs/08_cli.ipynb #439f603d
 def _same_embedder(p:Path, embedder):
@@ -257,22 +262,18 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summaries written, in {rep['seconds']:.2f} s"
 
-# %% ../nbs/08_cli.ipynb #0a40dcfb
+# %% ../nbs/08_cli.ipynb #214a6e73
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
-    from setree.store import StoreError
     facts, cfg = read_facts(args.file), _build_config(args)
     t0, new = time.perf_counter(), not Path(args.db).exists()
     with _kb(args) as kb:
         kb._config = cfg
         if args.quiet: kb.progress = False
         before = kb._r.count_facts() if args.replace else 0   # (no tree check: --replace is the way out of a damaged store)
-        try: ack = _queue_build(kb, args, facts)
-        except StoreError as e: _failed_new(kb, new, "build", None, e)
-        _ack_now(args, f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})")
-        try: rep = _pass(kb, args, "build", ack)
-        except KeyboardInterrupt: return _interrupted(kb, "build", ack, created=new)
-        except PassFailed as e: _failed_new(kb, new, "build", ack, e)
+        ack, rep, stopped = _change(kb, args, "build", new, lambda kb: _queue_build(kb, args, facts),
+                                    lambda ack: f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})")
+        if stopped is not None: return stopped
         if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path)
     data = {**_build_data(tree, cfg, len(facts), before, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
@@ -408,19 +409,30 @@ def _failed_new(kb, new:bool, # `new`: this command created the store file
     if not new or isinstance(e, StoreBusy) or not _remove_new_store(kb, None if ack is None else ack.seq): raise e
     raise PassFailed(f"the {what} failed: {getattr(e, 'reason', e)}; the store it had created, {kb.path}, is removed", getattr(e, "reason", str(e))) from None
 
-# %% ../nbs/08_cli.ipynb #928fd005
-def _mutate(args, what:str, fn)->int:
+# %% ../nbs/08_cli.ipynb #b31e7b9e
+def _change(kb, args, what:str, new:bool, # `new`: this command created the store file
+            queue, # callable kb -> the change's `Ack` (refusals raised as `UsageError`)
+            ack_text, # callable ack -> the acknowledgement a person reads
+           )->tuple: # (ack, the pass report / `BUSY` / None (--defer), None); or (ack, None, the exit code) when Ctrl-C stopped the pass
+    "Queue a change, acknowledge it and run its pass, the one sequence of `setree build` and the three changes. Raises `PassFailed` for a failed pass."
     from setree.store import StoreError
+    try: ack = queue(kb)
+    except StoreError as e: _failed_new(kb, new, what, None, e)
+    _ack_now(args, ack_text(ack))
+    try: return ack, _pass(kb, args, what, ack), None
+    except KeyboardInterrupt: return ack, None, _interrupted(kb, what, ack, created=new)
+    except PassFailed as e: _failed_new(kb, new, what, ack, e)
+
+# %% ../nbs/08_cli.ipynb #f6950527
+def _mutate(args, what:str, fn)->int:
     new = not Path(args.db).exists()
-    with _kb(args, create=what == "insert") as kb:
+    def queue(kb):
         try: ack = fn(kb)
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint() if "like the markers" in str(e) else "")) from None
-        except StoreError as e: _failed_new(kb, new, what, None, e)
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
-        _ack_now(args, _ack_lines(what, ack))
-        try: rep = _pass(kb, args, what, ack)
-        except KeyboardInterrupt: return _interrupted(kb, what, ack, created=new)
-        except PassFailed as e: _failed_new(kb, new, what, ack, e)
+        return ack
+    with _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
+    if stopped is not None: return stopped
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     _out(args, _pass_line(rep, ack, args.db), {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy})
     return 0
@@ -495,19 +507,17 @@ def cmd_serve(argv:list[str])->int:
 def _load_tree(path:str):
     with _open_store(path) as st: return st.load(), str(st.path)   # damaged contents: `StoreError`, exit 1 like a change's
 
-# %% ../nbs/08_cli.ipynb #cb394c38
-def _cover_params(tree, args):
+# %% ../nbs/08_cli.ipynb #c9a5f5ae
+def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in tokens)
     from dataclasses import fields
     from setree.build import Config
     from setree.cover import CoverParams
-    d = {k: v for k, v in (tree.config or {}).items()}
+    names = {f.name for f in fields(Config)}
+    d = {k: v for k, v in (tree.config or {}).items() if k in names}
     cfg = load_config(args.config)
     if cfg is not None: d.update(cfg.to_dict())
-    flags = {k: getattr(args, k, None) for k in ("beta", "gamma", "tau", "min_score", "glimpse")}
-    names = {f.name for f in fields(Config)}
-    _merge(Config.from_dict({k: v for k, v in d.items() if k in names}), flags)   # refused in `Config`'s words, named by the flag
-    d.update({k: v for k, v in flags.items() if v is not None})
-    try: return CoverParams.from_config(d), d.get("default_budget")
+    merged = _merge(Config.from_dict(d), {k: getattr(args, k, None) for k in ("beta", "gamma", "tau", "min_score", "glimpse")})   # named by the flag
+    try: return CoverParams.from_config(merged), merged.default_budget
     except (ValueError, TypeError) as e:   # name the option, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
         raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: f"--{m.group(1).replace('_', '-')} ({m.group(1)})", str(e))) from None
 
@@ -534,25 +544,29 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #dcf4bb4f
+# %% ../nbs/08_cli.ipynb #5b7203b0
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
     own `status`; the exit code is 3 when the budget is too small for any of them (it is one budget for all), else 0."""
-    if (args.prompt is None) == (args.prompts_file is None): raise UsageError("give either a PROMPT or --prompts-file FILE")
-    if args.all_fact_ids and not args.json and args.prompts_file is None: raise UsageError("--all-fact-ids lists ids in the JSON output: add --json")
-    if args.prompt == "-": args.prompt = _utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")   # `-`: the prompt is stdin
-    prompts = [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
-    t0 = time.perf_counter()
+    prompts, t0 = _prompts(args), time.perf_counter()
     tree, _ = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
     emb = _warm_retrieval(tree, params)
     startup = {"startup_ms": 1000 * (time.perf_counter() - t0)}   # once: in the first answer's JSON
     return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, startup if i == 0 else {}) for i, prompt in enumerate(prompts))
 
-def _warm_retrieval(tree, params):
-    """The tree's embedder, loaded and warmed by one throwaway retrieval (which also sets up what the first cover of a process builds
-    once: the tree's index, the token counts of the markers), so that each answer's `latency_ms` is its own; None for an empty tree."""
+# %% ../nbs/08_cli.ipynb #67c98480
+def _prompts(args)->list[str]:
+    "The prompts of `retrieve`. Raises `UsageError` for both a PROMPT and --prompts-file (or neither), or --all-fact-ids without --json."
+    if (args.prompt is None) == (args.prompts_file is None): raise UsageError("give either a PROMPT or --prompts-file FILE")
+    if args.all_fact_ids and not args.json and args.prompts_file is None: raise UsageError("--all-fact-ids lists ids in the JSON output: add --json")
+    if args.prompt == "-": return [_utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")]
+    return [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
+
+# %% ../nbs/08_cli.ipynb #38f6e025
+def _warm_retrieval(tree, params)->object|None: # the tree's loaded query embedder; None for an empty tree
+    "Load the tree's embedder and warm everything a cover of this tree builds once per process by one throwaway retrieval, so that each answer's `latency_ms` is its own."
     from setree.cover import _tree_embedder, retrieve
     if tree.n_nodes == 0: return None
     emb = _tree_embedder(tree)
@@ -621,7 +635,7 @@ def outline(tree, # a finalized tree
         stack.extend(reversed(tree.children[v].tolist()))
     return "\n".join(lines)
 
-# %% ../nbs/08_cli.ipynb #4833d977
+# %% ../nbs/08_cli.ipynb #e42be1d3
 def _node_dict(tree, v):
     d = {"node": v, "level": int(tree.level[v]), "text": tree.texts[v], "tokens": int(tree.tokens[v])}
     if v < tree.n_facts: d["fact_id"] = tree.facts[v].id
@@ -630,6 +644,7 @@ def _node_dict(tree, v):
                  children=[_node_dict(tree, int(c)) for c in tree.children[v]])
     return d
 
+# %% ../nbs/08_cli.ipynb #6c45b2b1
 def cmd_inspect(args)->int:
     "setree inspect --db PATH [--depth N | --json]: the tree as an outline or nested JSON."
     if args.json and args.depth is not None: raise UsageError("--depth shapes the outline and --json gives the whole tree: use one of them")
@@ -819,7 +834,7 @@ def _data_parsers(sub):
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
     el.add_argument("--config", default=None, help="strict JSON config file"); el.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-# %% ../nbs/08_cli.ipynb #f206ac4d
+# %% ../nbs/08_cli.ipynb #27b502b6
 @contextlib.contextmanager
 def _stops_as_interrupt():
     "Within: SIGTERM and SIGHUP raise `KeyboardInterrupt` (main thread only; elsewhere signals cannot be handled)."
@@ -831,6 +846,7 @@ def _stops_as_interrupt():
     finally:
         for s, h in old.items(): signal.signal(s, h)
 
+# %% ../nbs/08_cli.ipynb #a6b4161d
 _STOPPED_BY = [None]   # the stop signal (SIGTERM, SIGHUP) that raised the last `KeyboardInterrupt`; None: Ctrl-C
 
 def interrupted_code()->int:
@@ -851,7 +867,7 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #3fb66f0a
+# %% ../nbs/08_cli.ipynb #65a2f9e3
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain}
@@ -861,6 +877,7 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
     "Entry point of the `setree` console script: one line on stderr and a non-zero exit for any error, never a traceback."
     with _stops_as_interrupt(): return _main(argv)
 
+# %% ../nbs/08_cli.ipynb #555a1c97
 def _main(argv):
     for stream in (sys.stdout, sys.stderr):  # facts may be any Unicode: never fail on a C locale
         if hasattr(stream, "reconfigure"): stream.reconfigure(encoding="utf-8", errors="backslashreplace")
@@ -878,15 +895,23 @@ def _main(argv):
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
         print(f"setree: error: {'' if type(e).__module__ == 'setree.store' or isinstance(e, PassFailed) else type(e).__name__ + ': '}{one_line(e)}", file=sys.stderr); return 1
 
+# %% ../nbs/08_cli.ipynb #8e08df0e
 def one_line(e:Exception # any error
             )->str: # its message on one line
     """An error's message as the one line on stderr of `setree` and `setree serve` (SQLite's integrity report, for one, spans several lines): its lines joined by '; ',
     and a list of ids in JSON, as the MCP server and fact files write it (`unknown fact id(s): ["x"]`, not Python's `['x']`)."""
-    return _ID_LIST.sub(_ids_in_json, "; ".join(l for l in str(e).splitlines() if l.strip()))
+    return lists_in_json("; ".join(l for l in str(e).splitlines() if l.strip()), r"id\(s\): ")
 
-_ID_LIST = re.compile(r"(id\(s\): )(\[(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|, )*\])")   # a Python list of strings after "id(s): "
+# %% ../nbs/08_cli.ipynb #1259fc23
+_PY_STRINGS = r"\[(?:'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|, )*\]"   # a Python list of strings, as repr writes it (either quote, escapes)
 
-def _ids_in_json(m)->str:
+def lists_in_json(msg:str, # a message of the library
+                  after:str="", # a regex: only lists right after it (`r"id\(s\): "`); '' for every list of strings
+                 )->str: # the message with those lists in JSON (`["x", "it's"]`); a list that is not a Python literal is left as it is
+    "Python lists of strings in a message, written as JSON: the one converter of the command line's `one_line` and the MCP server's `in_json`."
+    return re.sub(f"({after})({_PY_STRINGS})", _list_in_json, msg)
+
+def _list_in_json(m)->str:
     import ast
     try: return m[1] + json.dumps(ast.literal_eval(m[2]), ensure_ascii=False)
     except (ValueError, SyntaxError): return m[0]

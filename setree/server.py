@@ -25,9 +25,10 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK (mcp>=2.3,<3): pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #f77f726b
+# %% ../nbs/08b_server.ipynb #4443841d
 from . import __version__
 from .core import RepeatedKey, as_facts, patch, unique_keys
+from .cli import lists_in_json
 from .cover import check_budget, cover_data
 from .store import StoreDamaged
 
@@ -142,7 +143,7 @@ def _shown(v)->str:
     except (TypeError, ValueError, RecursionError): t = repr(v)
     return t if len(t) <= 40 else t[:39] + "…"
 
-# %% ../nbs/08b_server.ipynb #65355421
+# %% ../nbs/08b_server.ipynb #bffbfb89
 def fact_items(facts # one text, one {text, id?, meta?} object, or a list of them
               )->list:
     "The facts of an `insert`/`build` call as a list, validated by `setree.core.as_facts` (its messages). Raises `TypeError`, `ValueError`."
@@ -153,6 +154,7 @@ def fact_items(facts # one text, one {text, id?, meta?} object, or a list of the
     as_facts(items)
     return items
 
+# %% ../nbs/08b_server.ipynb #b5639477
 def fact_ids(ids # one fact id, or a list of them
             ):
     "The ids of a `forget` call: none blank (the library's words for a blank id; it checks their types itself). Raises `ValueError`."
@@ -179,14 +181,13 @@ def _budget(v):
 _CHECKS = {"retrieve": {"budget": _budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
            "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}, "forget": {"ids": fact_ids}}
 
-# %% ../nbs/08b_server.ipynb #386ef11b
+# %% ../nbs/08b_server.ipynb #a5596449
 _PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'),
                ("an object (dict)", "an object"))
 _PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
             "tuple": "an array", "dict": "an object"}
 _GOT_VALUE = re.compile(r"(got |, (?!got ))(.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")   # "got 5 (int)", "got 5 (int), 2.5 (float)"
 _GOT_TYPE = re.compile(r"\b(got|, not) (NoneType|bool|int|float|str|list|tuple|dict)\b")
-_PY_STRINGS = re.compile(r"\[(?:'[^'\\]*'(?:, )?)+\]")   # a Python list of plain strings: ['a', 'b']
 
 def _json_repr(py:str)->str:
     "A Python literal of a message (`None`, `True`, `'x'`, `['a']`) written as JSON; unchanged when it is not one."
@@ -194,14 +195,14 @@ def _json_repr(py:str)->str:
     try: return json.dumps(_plain(float(py) if py in ("nan", "inf", "-inf") else ast.literal_eval(py)), ensure_ascii=False)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return py
 
-# %% ../nbs/08b_server.ipynb #68367018
+# %% ../nbs/08b_server.ipynb #e8491a03
 def in_json(msg:str # a message of the library
            )->str: # the same message in the words of a JSON caller
     "A library message for an MCP caller: Python values and type names become JSON ones (`None (NoneType)` -> `null (null)`, `['x']` -> `[\"x\"]`), keyword arguments become JSON arguments."
     for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
     msg = _GOT_VALUE.sub(lambda m: f"{m.group(1)}{_json_repr(m.group(2))} ({_PY_TYPE[m.group(3)]})", msg)
     msg = _GOT_TYPE.sub(lambda m: f"{m.group(1)} {_PY_TYPE[m.group(2)]}", msg)
-    return _PY_STRINGS.sub(lambda m: _json_repr(m.group(0)), msg)
+    return lists_in_json(msg)
 
 # %% ../nbs/08b_server.ipynb #98773d65
 def check_arguments(name:str, # the tool's name
@@ -465,7 +466,7 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #2ea4ca92
+# %% ../nbs/08b_server.ipynb #4c6454e4
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
              earlier_pending:bool=True, # an insert of stored texts only: whether a change queued before it is still unapplied
@@ -481,6 +482,7 @@ def ack_text(ack, # the `Ack` of a queued change
         return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {ack.seq}."
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally within a second)."
 
+# %% ../nbs/08b_server.ipynb #0d1ffc09
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
@@ -790,15 +792,14 @@ def embedder_spec(name:str|None, # --embedder, or None
             return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #43f830eb
+# %% ../nbs/08b_server.ipynb #4116edda
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
     tree cannot be loaded (the loader's check, as `setree stats` makes it)."""
-    from setree.cli import UsageError, check_llm_flags, load_config
+    from setree.cli import UsageError, check_llm_flags, load_config, store_errors
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
-    from setree.store import StoreDamaged, StoreError
     if "\x00" in args.db: raise UsageError(f"--db contains a NUL byte: {args.db!r}")
     check_llm_flags(args)
     path = Path(args.db).expanduser().resolve()
@@ -814,9 +815,7 @@ def open_app(args)->MemoryServer:
     if summ_kw is not None and args.passes == "thread":
         from setree.chat import ChatSummarizer
         summarizer = ChatSummarizer(**summ_kw)
-    try: kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
-    except StoreDamaged: raise
-    except StoreError as e: raise UsageError(str(e)) from None
+    with store_errors(): kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
     try: kb.stats()   # the loader's check: a store whose tree cannot be loaded is refused now (`StoreDamaged`, exit 1), not in every call
     except BaseException: kb.close(); raise
     worker = _start_worker(path, {"embedder": spec, "config": cfg.to_dict() if cfg else None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None

@@ -122,7 +122,7 @@ def quoted_facts(text:str, # a summary
     hit = [i for i in cand if _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #0ff8dfee
+# %% ../nbs/03_summarize.ipynb #6d8ea4bd
 _TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
 
 def token_info(texts:list[str] # fact texts
@@ -139,6 +139,7 @@ def token_info(texts:list[str] # fact texts
     info = [_TOKEN_INFO[t] for t in texts]
     return np.array([a for a, _ in info], np.int64), np.array([b for _, b in info], bool)
 
+# %% ../nbs/03_summarize.ipynb #df9c4a39
 # A word of ASCII letters and digits (at most 100, WordPiece's longest word) between ASCII whitespace or punctuation is its own
 # pre-token, and the vocabulary holds every letter and digit with and without `##`: such a text has a token that is not [UNK].
 _PLAIN_WORD = re.compile(r"(?:^|[ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{1,100}(?=$|[ \t\n\r!-/:-@\[-`{-~])")
@@ -215,7 +216,7 @@ def term_stats(texts:list[str] # every fact of the knowledge base
     for t in texts: c.update(k for k, _ in fact_phrases(t))
     return TermStats(len(texts), dict(c))
 
-# %% ../nbs/03_summarize.ipynb #eaa726a7
+# %% ../nbs/03_summarize.ipynb #3cb90cfe
 def phrase_weights(texts:list[str], # the node's facts, most central first
                    background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
                   )->list[tuple]: # [(weight, key, surface, facts), ...] best first, weight > 0; facts: positions in `texts`
@@ -235,6 +236,7 @@ def phrase_weights(texts:list[str], # the node's facts, most central first
         if w > 0: out.append((w, first, k, surf[k], f))
     return [(w, k, s, f) for w, _, k, s, f in sorted(out, key=lambda x: (-x[0], x[1]))]
 
+# %% ../nbs/03_summarize.ipynb #a17140e0
 def keyphrases(texts:list[str], # the node's facts, most central first
                cap:int, # allowance in tokens for the comma-separated list
                background:TermStats|None=None, # the knowledge base's statistics
@@ -315,7 +317,7 @@ def _pair_ids(a:np.ndarray, b:np.ndarray # (m,) int64 ids of the first and the s
         got[miss] = i0 + inv.ravel()
     return got
 
-# %% ../nbs/03_summarize.ipynb #7391df7c
+# %% ../nbs/03_summarize.ipynb #0e810063
 def _read_ids(texts:list[str])->list:
     "The phrase ids of each text (see `_phrase_ids`), all texts read together."
     toks = list(map(_TOKEN.findall, texts))
@@ -330,6 +332,7 @@ def _read_ids(texts:list[str])->list:
     seq, ends = seq[first], np.cumsum(np.bincount(sti[first], minlength=len(texts))).tolist()
     return [seq[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
+# %% ../nbs/03_summarize.ipynb #d97bfa7e
 _IDS: dict = {}   # text -> its phrase ids, remembered per process
 _VOCAB_LOCK = threading.Lock()   # one reader adds to the vocabulary at a time (a server may summarize and answer prompts at once)
 
@@ -346,13 +349,14 @@ def _phrase_ids(texts:list[str] # fact texts
     _IDS.update(fresh)
     return [fresh[t] if g is None else g for t, g in zip(texts, got)]
 
+# %% ../nbs/03_summarize.ipynb #5a00c928
 def prime(texts:list[str] # fact texts the process will summarize again and again (a knowledge base's facts)
          ):
     "Fill this process's per-text phrase caches (`fact_phrases` and the phrase ids `top_phrases` counts with) for `texts`."
     for t in texts: fact_phrases(t)
     _phrase_ids(list(texts))
 
-# %% ../nbs/03_summarize.ipynb #91859be6
+# %% ../nbs/03_summarize.ipynb #2a072017
 def _count_phrases(cat:np.ndarray # (m,) int64 phrase ids of a node's facts, fact after fact
                   )->tuple: # (u, first, c): `np.unique(cat, return_index=True, return_counts=True)`
     "The distinct ids (sorted), where each first occurs and how often; counted over the whole vocabulary when `cat` is long."
@@ -362,6 +366,7 @@ def _count_phrases(cat:np.ndarray # (m,) int64 phrase ids of a node's facts, fac
     first = np.full(V, len(cat), np.int64); np.minimum.at(first, cat, np.arange(len(cat)))
     return u, first[u], cnt[u]
 
+# %% ../nbs/03_summarize.ipynb #6875382f
 def _word_positions(u:np.ndarray # (p,) sorted distinct phrase ids of a node (with both words of each of its pairs)
                    )->np.ndarray: # (p, 2) int64 positions in `u` of each phrase's two words; a single word: its own, twice
     W = _PHRASE_WORDS[u]
@@ -370,6 +375,7 @@ def _word_positions(u:np.ndarray # (p,) sorted distinct phrase ids of a node (wi
     pos = np.zeros(len(_PHRASE_KEYS), np.int64); pos[u] = np.arange(len(u))
     return pos[W]
 
+# %% ../nbs/03_summarize.ipynb #9fc7df97
 def _approx_weights(c:np.ndarray, bdf:np.ndarray, # (p,) counts of the node's phrases (sorted ids) in the node, background counts
                     n:int, N:int, # facts in the node and in all
                     wpos:np.ndarray, # (p, 2) `_word_positions` of the phrases
@@ -388,6 +394,7 @@ def _approx_weights(c:np.ndarray, bdf:np.ndarray, # (p,) counts of the node's ph
     if seen is not None: approx[~seen] = -1.0
     return approx, df, logs
 
+# %% ../nbs/03_summarize.ipynb #6a84ed0d
 def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:int, limit:int, wpos:np.ndarray)->tuple:
     """Background counts of only the phrases that can rank among the `limit` best, and which ones were looked up: since df >= c,
     no phrase weighs more than `c/n · log(N/c)`; phrases are looked up by that bound, best first, until no other can reach the
@@ -407,6 +414,7 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
             if len(a) >= limit and ub[rank[k]] < np.partition(a, len(a) - limit)[len(a) - limit] - 2e-9: break
     return bdf, seen
 
+# %% ../nbs/03_summarize.ipynb #12e3990d
 def top_phrases(texts:list[str], # the node's facts, most central first
                 background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
                 limit:int=64, # how many of the best phrases
@@ -510,7 +518,7 @@ def shown_below(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
         out[q] = True
     return out
 
-# %% ../nbs/03_summarize.ipynb #89d6954c
+# %% ../nbs/03_summarize.ipynb #1b4fc751
 def _first_fit(order:np.ndarray, tok:np.ndarray, E:np.ndarray, cap:int, dup:float)->list[int]:
     "Greedy first-fit over `order`, skipping near-duplicates of chosen facts. One vectorized step per chosen fact."
     tok, E = tok[order], E[order]
@@ -523,6 +531,7 @@ def _first_fit(order:np.ndarray, tok:np.ndarray, E:np.ndarray, cap:int, dup:floa
         alive &= (E @ E[j]) <= dup
         alive[j] = False
 
+# %% ../nbs/03_summarize.ipynb #4f12716b
 def _groups(r:SummaryRequest, order:np.ndarray)->np.ndarray|None:
     "The child of each candidate fact, if the request says."
     return None if r.fact_child is None else r.fact_child[order]
@@ -532,6 +541,7 @@ def _sentences(text:str)->list[str]:
     cuts = [0] + [m.end() for m in _SENT_END.finditer(text)] + [len(text)]
     return [s for s in (text[a:b].strip() for a, b in zip(cuts, cuts[1:])) if s]
 
+# %% ../nbs/03_summarize.ipynb #94d14f3c
 @patch
 def whole_facts(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
                 order:np.ndarray, # candidate positions, best first
@@ -549,6 +559,7 @@ def whole_facts(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
     kp = keyphrases([r.fact_texts[i] for i in order], cap, r.background, groups=_groups(r, order))
     return kp or _words_within(r.fact_texts[order[0]], cap)  # no phrase weighs anything: the central fact's content words
 
+# %% ../nbs/03_summarize.ipynb #b7169090
 def _words_within(text:str, cap:int)->str:
     "The content words of `text`, in order, joined by ', ' while they fit `cap` tokens."
     out, room = [], cap

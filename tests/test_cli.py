@@ -274,3 +274,28 @@ def test_unknown_ids_are_listed_as_json(tmp_path):
     assert run("insert", "-", "--db", db, "--embedder", "hashing", input="a fact\n").returncode == 0
     err = one_line_error(run("forget", "nope-1", "--db", db))
     assert 'unknown fact id(s): ["nope-1"]' in err, err
+
+def test_unknown_ids_are_json_on_the_cli_and_the_server(kb, tmp_path):
+    "An unknown id is named in JSON (`[\"it's\", \"x\\\\y\"]`, not Python's `[\"it's\", 'x\\\\y']`) by `setree forget` and by the MCP server alike: one converter."
+    pytest.importorskip("mcp")
+    import shutil
+    from setree.embed import get_embedder
+    from setree.maintain import KnowledgeBase
+    from setree.server import in_json
+    d, db = kb
+    db2 = tmp_path / "kb.db"; shutil.copy(db, db2)
+    p = run("forget", "it's", "x\\y", "--db", db2)
+    with KnowledgeBase(db2, embedder=get_embedder("hashing")) as k:
+        with pytest.raises(ValueError) as lib: k.forget(["it's", "x\\y"])
+    assert "'x\\\\y'" in str(lib.value)                                  # the library writes Python's list
+    want = 'unknown fact id(s): ["it\'s", "x\\\\y"]'
+    assert p.returncode == 2 and want in one_line_error(p) and want in in_json(str(lib.value)), (p.stderr, in_json(str(lib.value)))
+
+def test_a_cover_parameter_only_the_cover_refuses_is_named_as_an_option(kb, tmp_path):
+    "A config value a build may store but a cover cannot use (overview_share above 1) is refused by the cover's own check, named as an option."
+    d, db = kb
+    cfg = tmp_path / "os.json"; cfg.write_text('{"overview_share": 2}')
+    p = run("retrieve", "x", "--db", db, "--config", cfg)
+    assert p.returncode == 2 and "--overview-share (overview_share) must be in [0, 1], got 2.0" in one_line_error(p), p.stderr
+    p = run("retrieve", "x", "--db", db, "--tau", "-1")                 # a flag: checked once, by Config, named by the flag
+    assert p.returncode == 2 and "config value(s) out of range: --tau=-1.0 (allowed: a number >= 0)" in one_line_error(p), p.stderr
