@@ -875,20 +875,22 @@ def phrase_stats(self:Store, generation:int # the generation of the tree the cou
         return int(m["phrases_n"]), dict(con.execute("SELECT k, df FROM phrases"))
     return self._txn(read, write=False)
 
-# %% ../nbs/07_store.ipynb #d9885169
+# %% ../nbs/07_store.ipynb #c64b0041
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
     (a maintenance pass aligns key arrays of the whole tree dozens of times); other keys fall back to a sort."""
-    return _KeyIndex(Ko)(Kn)
+    Kn = np.asarray(Kn, np.int64)
+    return _KeyIndex(Ko, Kn.size)(Kn)
 
 class _KeyIndex:
     "`_align(Ko, ·)` for many look-ups in the same keys `Ko`: the lookup table (or the sort) is made once."
-    def __init__(self, Ko:np.ndarray):
+    def __init__(self, Ko:np.ndarray, lookups:int|None=None): # lookups: how many keys one call will look up, if known (a short table sorts instead)
         self.Ko = Ko = np.asarray(Ko, np.int64); self.lut = self.o = None
         if not len(Ko): return
         lo, hi = int(Ko.min()), int(Ko.max())
-        if lo >= 0 and hi < 4 * len(Ko) + (1 << 20):   # (one entry past the keys, -1: a key of -1 looks it up as the table's last)
+        big = 4 * len(Ko) + (1 << 20) if lookups is None else 8 * (len(Ko) + lookups) + 4096   # (a table costs its length to fill)
+        if lo >= 0 and hi < big:   # (one entry past the keys, -1: a key of -1 looks it up as the table's last)
             self.lut = np.full(hi + 2, -1, np.int64); self.lut[Ko[::-1]] = np.arange(len(Ko) - 1, -1, -1)
         else: self.o = np.argsort(Ko, kind="stable"); self.s = Ko[self.o]
     def __call__(self, Kn:np.ndarray)->np.ndarray: # (len(Kn),) int64 positions in Ko, -1 where absent
