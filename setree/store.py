@@ -750,7 +750,7 @@ def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), 
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #66a7c5bf
+# %% ../nbs/07_store.ipynb #f12a286d
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -807,6 +807,11 @@ def _pass_changes(base:Tree, tree:Tree, dirty, dirty_facts, full:bool)->tuple:
     new = _key_index(base)(_keys_of(tree)) < 0
     return np.asarray(dirty, bool) | new, np.asarray(dirty_facts, bool) | new[:N]
 
+def _inserts_only(report:dict # a pass report
+                 )->bool:
+    "A pass that only added facts (no rebuild, forget or update): its commit may skip the disk sync, and it leaves the log as it is."
+    return not report.get("full_rebuild") and not report.get("forgotten") and not report.get("updated")
+
 @patch
 def commit_pass(self:Store, base:Tree, # the committed tree the pass started from (as loaded: carries its row keys and generation)
                 tree:Tree, # the new tree; `tree._keys` are the row keys (kept nodes keep theirs)
@@ -831,7 +836,7 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
         con.execute("DELETE FROM queue WHERE seq <= ?", (upto,))
         _write_meta(con, tree, K, {"applied_seq": str(upto), "last_pass": _dumps({**report, "rows": out}, "pass report")})
         return out
-    lazy = not full and not report.get("forgotten") and not report.get("updated")   # (see above: only inserts may be redone after a power loss)
+    lazy = not full and _inserts_only(report)   # (see above: only inserts may be redone after a power loss)
     with self._lock:
         if lazy: self.con.execute("PRAGMA synchronous = NORMAL")
         try: out = self._txn(write, write=True)
