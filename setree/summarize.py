@@ -122,7 +122,7 @@ def quoted_facts(text:str, # a summary
     hit = [i for i in cand if _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #6d8ea4bd
+# %% ../nbs/03_summarize.ipynb #da5412fc
 _TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
 
 def token_info(texts:list[str] # fact texts
@@ -138,6 +138,11 @@ def token_info(texts:list[str] # fact texts
             _TOKEN_INFO[t] = (encoding_tokens(e, t), bool(e.ids) and all(i == unk for i in e.ids))
     info = [_TOKEN_INFO[t] for t in texts]
     return np.array([a for a, _ in info], np.int64), np.array([b for _, b in info], bool)
+
+def _fact_tokens(r # a `SummaryRequest`
+               )->np.ndarray: # int64 (n_v,) token counts of the request's facts: as the request gives them, else `token_info`'s
+    "The token counts of a request's facts (every summarizer needs them, to fit and to find quoted facts)."
+    return token_info(r.fact_texts)[0] if r.fact_tokens is None else np.asarray(r.fact_tokens, np.int64)
 
 # %% ../nbs/03_summarize.ipynb #df9c4a39
 # A word of ASCII letters and digits (at most 100, WordPiece's longest word) between ASCII whitespace or punctuation is its own
@@ -586,7 +591,7 @@ def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked reque
             if kp: return f + " " + kp, "keyphrases+fact"
     return keyphrases(texts, cap, r.background, groups=_groups(r, order)), "keyphrases"
 
-# %% ../nbs/03_summarize.ipynb #48aa899b
+# %% ../nbs/03_summarize.ipynb #7c4a0fc6
 @patch
 def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
              )->Summary: # tokens <= min(target_tokens, max_tokens), except one whole fact within max_tokens when nothing smaller fits
@@ -594,7 +599,7 @@ def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
     r = check_request(r)
     cap = min(int(r.target_tokens), int(r.max_tokens))
     order, _ = self.ranking(r)
-    tok = token_info(r.fact_texts)[0] if r.fact_tokens is None else np.asarray(r.fact_tokens, np.int64)
+    tok = _fact_tokens(r)
     unk = unknown_only(r.fact_texts)
     if unk.all(): unk[:] = False                     # nothing readable: the node's own facts are all it has
     order = order[~unk[order]]
