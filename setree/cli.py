@@ -254,12 +254,14 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"])
     return rep
 
-# %% ../nbs/08_cli.ipynb #c730dc83
+# %% ../nbs/08_cli.ipynb #0de50f38
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return "queued; not applied yet (--defer): run `setree maintain`"
     if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
                             f"applies it (`setree stats --db {db}` shows applied_seq)")
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
+    if rep.get("replaced") and (ack is None or ack.seq != rep.get("rebuild_seq")):   # (a build's own command says what it replaced)
+        counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summaries written, in {rep['seconds']:.2f} s"
 
 # %% ../nbs/08_cli.ipynb #214a6e73

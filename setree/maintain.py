@@ -37,13 +37,13 @@ def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseco
 
 def _fact_dict(f:Fact)->dict: return {"id": f.id, "text": f.text, "meta": f.meta}
 
-# %% ../nbs/07b_maintain.ipynb #44e3c1c8
+# %% ../nbs/07b_maintain.ipynb #9fe9fa34
 class _View:
     "The facts as they will be once the queue is applied, for validating a new mutation inside its transaction."
     def __init__(self, con, applied:int):
-        self.con, self.base, self.over = con, True, {}   # over: id -> text (None: forgotten) from queued mutations
+        self.con, self.base, self.over, self.queued = con, True, {}, 0   # over: id -> text (None: forgotten) from queued mutations; queued: how many
         for op, payload in con.execute("SELECT op, payload FROM queue WHERE seq > ? ORDER BY seq", (applied,)):
-            p = json.loads(payload)
+            p = json.loads(payload); self.queued += 1
             if op in ("build", "reset"): self.base, self.over = False, {f["id"]: f["text"] for f in p.get("facts", [])}
             elif op == "insert": self.over.update({f["id"]: f["text"] for f in p["facts"]})
             elif op == "forget": self.over.update(dict.fromkeys(p["ids"]))
@@ -224,7 +224,7 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
     return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
 
-# %% ../nbs/07b_maintain.ipynb #6b2bce18
+# %% ../nbs/07b_maintain.ipynb #11ab2caa
 @patch
 def build(self:KnowledgeBase, facts, # the whole new knowledge base (anything `insert` accepts; an empty list: an empty KB)
           replace:bool=False, # required when the knowledge base holds facts: they are all deleted
@@ -234,7 +234,8 @@ def build(self:KnowledgeBase, facts, # the whole new knowledge base (anything `i
     kept, ids = unique_facts(facts, merged)
     def check(view):
         n = view.count()
-        if n and not replace: raise ValueError(f"the knowledge base already holds {n} facts; build with replace=True to delete them and build anew")
+        pending = " (counting changes queued and not applied yet: a pass applies them; stats shows them as pending)" if view.queued else ""
+        if n and not replace: raise ValueError(f"the knowledge base already holds {n} facts{pending}; build with replace=True to delete them and build anew")
     return Ack(self._enqueue("build", {"facts": [_fact_dict(f) for f in kept]}, check, replaces=replace), "build", ids, merged=merged)
 
 @patch
@@ -255,7 +256,7 @@ def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
 
-# %% ../nbs/07b_maintain.ipynb #4a6547e4
+# %% ../nbs/07b_maintain.ipynb #d15f308e
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -268,6 +269,7 @@ class _Plan:
     norms: dict = None   # {normalized text: id} of `facts` (the next pass starts from it)
     ids: frozenset = None  # the ids of `facts`, when known (the next pass starts from it)
     prefix: int = None     # when known: how many leading facts are the committed Fact objects at their committed positions (`_same_prefix`)
+    rebuild: tuple = None  # (seq, op) of the last build or reset replayed, if any
 
 def _norm_ids(tree:Tree)->dict:
     "A fresh copy of {normalized text: fact id} of `tree`'s facts; computed once per tree and then carried from pass to pass."
@@ -297,9 +299,10 @@ def plan_mutations(base:Tree, # the committed tree
     state = {f.id: [f, int(k), False] for f, k in zip(base.facts, K[:base.n_facts])}
     norms = _norm_ids(base)
     full, gone, c = False, set(), dict(inserted=0, forgotten=0, updated=0)
-    for _, op, p in entries:
+    rebuild = None
+    for seq, op, p in entries:
         if op in ("build", "reset"):
-            gone |= {i for i, s in state.items() if s[1] >= 0}
+            gone |= {i for i, s in state.items() if s[1] >= 0}; rebuild = (int(seq), op)
             state, norms, full = {}, {}, True
             for d in p.get("facts", []): state[d["id"]] = [Fact(d["id"], d["text"], d.get("meta") or {}), -1, True]; norms[norm_text(d["text"])] = d["id"]
             c["inserted"] += len(state)
@@ -322,9 +325,9 @@ def plan_mutations(base:Tree, # the committed tree
             state[p["id"]] = [Fact(p["id"], p["text"], {**s[0].meta, "updated_at": p["at"]}), s[1], True]; c["updated"] += 1
         else: raise StoreError(f"unknown queued operation {op!r}")
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
-    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms)
+    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms, rebuild=rebuild)
 
-# %% ../nbs/07b_maintain.ipynb #67aa2f5b
+# %% ../nbs/07b_maintain.ipynb #c2b0d1b6
 from .embed import MemoEmbedder
 class _CachedEmbedder(MemoEmbedder):
     "An embedder that reuses the vectors of texts the committed tree already holds, and counts what it embeds."
@@ -350,7 +353,8 @@ def _report(applied:int, started:float, plan=None)->dict:
     c = plan.counts if plan is not None else {}
     return dict(applied_seq=applied, started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds"),
                 seconds=0.0, inserted=c.get("inserted", 0), forgotten=c.get("forgotten", 0), updated=c.get("updated", 0),
-                full_rebuild=False, levels_touched=0, summarizer_calls=0, resummarized=0, fallbacks=0, error=None)
+                full_rebuild=False, levels_touched=0, summarizer_calls=0, resummarized=0, fallbacks=0, error=None,
+                replaced=0, rebuild_seq=None, rebuild_op=None)   # (replaced: the committed facts a queued build or reset deleted, and which entry)
 
 def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config,
                  progress:bool|None=None, # the build's progress on stderr (`setree.build.Progress`): None = when it runs long
@@ -479,7 +483,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #85de49de
+# %% ../nbs/07b_maintain.ipynb #05ddcbd7
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -549,8 +553,9 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
                           fallbacks=summ.fallbacks, _dirty=dirty, _dirty_facts=plan.changed)
     tree = full_rebuild(plan, base, emb, summ, config, progress=getattr(self, "progress", None))   # `kb.progress = False`: silent
     tree._keys = next_key + np.arange(tree.n_nodes, dtype=np.int64)
+    seq, op = plan.rebuild or (None, None)
     return tree, dict(full_rebuild=True, levels_touched=len(tree.levels), summarizer_calls=summ.calls, resummarized=summ.calls,
-                      fallbacks=summ.fallbacks)
+                      fallbacks=summ.fallbacks, replaced=base.n_facts if plan.full else 0, rebuild_seq=seq, rebuild_op=op)
 
 def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
     "Whether a pass can start from the committed tree: its clustering state is usable (else: a full rebuild, as a build would do)."
