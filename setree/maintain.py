@@ -75,7 +75,7 @@ class _View:
             if ids: n -= self.con.execute(f"SELECT count(*) FROM facts WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0]
         return n
 
-# %% ../nbs/07b_maintain.ipynb #e23e583b
+# %% ../nbs/07b_maintain.ipynb #1a8d9447
 def _as_config(config):
     "A `Config`, or None. A dict is read with `Config.from_dict` (its errors); anything else is a `TypeError` now, not a failed pass later."
     from setree.build import Config
@@ -123,7 +123,7 @@ class KnowledgeBase:
         if self.readonly: raise StoreError(f"store {self.path} is open read-only")
         def refusing(check, *a):   # (the damage found, and that nothing was queued)
             try: check(*a)
-            except StoreDamaged as e: raise StoreDamaged(f"{e.detail}; the {op} is refused: nothing was queued") from None
+            except StoreDamaged as e: raise StoreDamaged(f"{e.detail}; the {op} is refused: nothing was queued", e.next_step) from None
         if not replaces: refusing(self.tree)   # the loader's check (cached): no change is queued on a store whose tree cannot be loaded; a change that replaces every row (build with replace, reset) is the way out of a damaged store
         def checked(con):
             if not replaces: refusing(counts_in, con, self.path)   # two counts, read in this transaction: rows deleted by hand since the tree was cached

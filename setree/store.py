@@ -13,10 +13,10 @@ from .core import ClusterLevel, Fact, Tree, _ChildLists, as_facts, check_tree, c
 from .fidelity import compute_order, finalize
 
 # %% auto #0
-__all__ = ['DAMAGED_NEXT', 'SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS', 'DERIVED_FIELDS',
-           'STORED_ARRAYS', 'StoreError', 'EmbedderMismatch', 'StoreBusy', 'StoreDamaged', 'InvalidTree',
-           'register_fact_array', 'norm_text', 'Store', 'empty_tree', 'check_counts', 'counts_in', 'tree_diff',
-           'synthetic_tree']
+__all__ = ['DAMAGED_NEXT', 'CORRUPT_NEXT', 'SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS',
+           'DERIVED_FIELDS', 'STORED_ARRAYS', 'StoreError', 'EmbedderMismatch', 'StoreBusy', 'StoreDamaged',
+           'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree', 'check_counts', 'counts_in',
+           'tree_diff', 'synthetic_tree']
 
 # %% ../nbs/07_store.ipynb #adcbbb82
 def _seconds(v, name:str)->float:
@@ -25,7 +25,7 @@ def _seconds(v, name:str)->float:
     if not (v >= 0 and v != float("inf")): raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v!r}")
     return float(v)
 
-# %% ../nbs/07_store.ipynb #74951fc8
+# %% ../nbs/07_store.ipynb #f6a181cc
 class StoreError(Exception):
     "A setree store cannot be opened, read or written; the message says why."
 
@@ -39,12 +39,16 @@ class StoreBusy(StoreError):
     "Another connection held the write lock longer than the busy timeout; the operation can be retried."
 
 DAMAGED_NEXT = "next step: restore a copy of the store, or rebuild it with `setree build FACTS --db PATH --replace`"
+CORRUPT_NEXT = ("next step: restore a copy of the store, or move the file aside (with its -wal file, if there is one; keep them: they may "
+                "still hold facts) and build anew with `setree build FACTS --db PATH`")   # (SQLite cannot read the file: no replace can write to it)
 
 class StoreDamaged(StoreError):
-    "The store opens, but its rows do not make a tree (or SQLite's check fails): `load`, `stats` and every change refuse it alike. The message ends with the way out (`DAMAGED_NEXT`); `detail` is the damage alone."
-    def __init__(self, detail:str):
-        self.detail = detail.removesuffix(f"; {DAMAGED_NEXT}")
-        super().__init__(f"{self.detail}; {DAMAGED_NEXT}")
+    "The store opens, but its rows do not make a tree (or SQLite's check fails): `load`, `stats` and every change refuse it alike. The message ends with the way out, `next_step`: `DAMAGED_NEXT` (a replacing build rewrites every row), or `CORRUPT_NEXT` when SQLite cannot read the file at all (no write can mend it); `detail` is the damage alone."
+    def __init__(self, detail:str, next_step:str|None=None): # next_step: the way out; None: the one `detail` ends with, else `DAMAGED_NEXT`
+        for way in (DAMAGED_NEXT, CORRUPT_NEXT):
+            if detail.endswith(f"; {way}"): detail, next_step = detail[:-len(way) - 2], next_step or way
+        self.detail, self.next_step = detail, next_step or DAMAGED_NEXT
+        super().__init__(f"{self.detail}; {self.next_step}")
 
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
@@ -268,7 +272,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #b1f9c967
+# %% ../nbs/07_store.ipynb #8983d886
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -333,7 +337,7 @@ class Store:
             if isinstance(e, sqlite3.DatabaseError):
                 if _busy(e): raise StoreBusy(f"store {p} is locked by another connection (waited {self.timeout_s} s); retry") from e
                 if "file is not a database" in str(e): raise StoreError(f"{p} is not a setree store: not an SQLite database file, or a damaged one") from e
-                if _corrupt(e): raise StoreDamaged(f"store {p} is damaged: {e}") from e   # a truncated or overwritten file: "malformed"
+                if _corrupt(e): raise StoreDamaged(f"store {p} is damaged: {e}", CORRUPT_NEXT) from e   # a truncated or overwritten file: "malformed"
                 raise StoreError(f"{p} is not a usable setree store: {e}") from e
             raise
         if embedder_id is not None: self.check_embedder(embedder_id)
@@ -393,7 +397,7 @@ class Store:
         if self._con is None: raise StoreError(f"store {self.path} is closed")
         return self._con
 
-# %% ../nbs/07_store.ipynb #d71934a4
+# %% ../nbs/07_store.ipynb #884d08f6
 @patch
 def _txn(self:Store, fn, write:bool):
     with self._lock:
@@ -407,7 +411,7 @@ def _txn(self:Store, fn, write:bool):
                 raise
         except sqlite3.DatabaseError as e:
             if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
-            if _corrupt(e): raise StoreDamaged(f"store {self.path} is damaged: {e}") from e   # "malformed"
+            if _corrupt(e): raise StoreDamaged(f"store {self.path} is damaged: {e}", CORRUPT_NEXT) from e   # "malformed"
             raise StoreError(f"store {self.path}: {e}") from e
 
 def _meta(con)->dict: return dict(con.execute("SELECT key, value FROM meta"))

@@ -165,7 +165,15 @@ def test_a_truncated_file_is_damaged_exit_1(tmp_path):                      # be
     os.truncate(db, 40000)
     for args in (("stats",), ("retrieve", "fact")):
         p = run(*args, "--db", db)
-        assert p.returncode == 1 and len(lines(p)) == 1 and "is damaged: database disk image is malformed" in p.stderr and p.stderr.rstrip().endswith("--replace`"), (args, p.stderr)
+        assert p.returncode == 1 and len(lines(p)) == 1 and "is damaged: database disk image is malformed" in p.stderr, (args, p.stderr)
+        assert p.stderr.rstrip().endswith("move the file aside (with its -wal file, if there is one; keep them: they may still hold facts) and build anew with `setree build FACTS --db PATH`"), p.stderr
+    # the advice works (before: it said `--replace`, which SQLite cannot do on a file it cannot read, and failed with the same message)
+    p = run("build", tmp_path / "f.txt", "--db", db, "--replace", "--embedder", "hashing", "--quiet")
+    assert p.returncode == 1 and "move the file aside" in p.stderr, p.stderr
+    for ext in ("", "-wal"):
+        if Path(f"{db}{ext}").exists(): os.replace(f"{db}{ext}", f"{db}{ext}.damaged")
+    assert run("build", tmp_path / "f.txt", "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    assert json.loads(run("stats", "--db", db, "--json").stdout)["facts"] == 300
 
 def test_damage_found_while_serving(tmp_path):                              # before: insert queued, maintain said "pass finished", stats "ok"
     from setree.embed import get_embedder
