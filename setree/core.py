@@ -158,7 +158,7 @@ def _with_ids(raw)->list[Fact]:
     if len(set(ids)) != len(ids): raise ValueError(f"duplicate fact id(s): {json.dumps(sorted({x for x in ids if ids.count(x) > 1})[:20], ensure_ascii=False)}")
     return facts
 
-# %% ../nbs/00_core.ipynb #4d5fb816
+# %% ../nbs/00_core.ipynb #b3375291
 def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, text[, meta]) tuples
             )->list[Fact]: # validated facts with unique ids, in input order
     """Normalize a knowledge base into `Fact`s.
@@ -168,6 +168,8 @@ def as_facts(items # iterable of str, `Fact`, dict(text, id?, meta?) or (id, tex
     line break (an id is one line of plain text), meta nested too deeply to store, and any duplicate id;
     `TypeError` for an item of another type. One text, `Fact` or dict on its own is one fact (not an iterable of characters or keys)."""
     if isinstance(items, (str, Fact, dict)): items = [items]
+    elif isinstance(items, (bytes, bytearray, memoryview)):   # (not an iterable of small integers)
+        raise TypeError(f"facts must be a text, a fact, or a list of them; got {type(items).__name__} (decode it first, e.g. .decode('utf-8'))")
     elif items is None or not hasattr(items, "__iter__"):
         raise TypeError(f"facts must be a text, a fact, or a list of them; got {'None' if items is None else type(items).__name__}")
     raw = [_one_fact(i, it) for i, it in enumerate(items)]
