@@ -304,7 +304,7 @@ def _build_busy(args, ack)->int:
          {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
     return 0
 
-# %% ../nbs/08_cli.ipynb #6e0d9929
+# %% ../nbs/08_cli.ipynb #4e669d48
 def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
     "The report of a finished build of `n_input` facts that started at `t0` (`time.perf_counter`), `before` facts replaced."
     from setree.build import build_counts
@@ -313,7 +313,7 @@ def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
             "seconds": round(time.perf_counter() - t0, 3), "duplicates_dropped": n_input - tree.n_facts,
             "summarizer_fallbacks": sum(counts["fallbacks"].values()), "fallback_reasons": counts["fallbacks"],
             "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
-            "replaced_facts": before}
+            "replaced_facts": before, "longest_fact_tokens": int(tree.tokens[:tree.n_facts].max()) if tree.n_facts else 0, "default_budget": cfg.default_budget}
 
 # %% ../nbs/08_cli.ipynb #c6778ead
 def repeated_ids(ids:list # a change's `ids`, one per given item
@@ -340,7 +340,7 @@ def merged_note(merged:dict|None, # {id given with a repeated text: the id it is
     pairs = ", ".join(f"{g} is stored as {k}" for g, k in list(merged.items())[:most])
     return f" (id {pairs}{' …' if len(merged) > most else ''})"
 
-# %% ../nbs/08_cli.ipynb #08e51218
+# %% ../nbs/08_cli.ipynb #c996ba0c
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
@@ -350,7 +350,16 @@ def _build_human(d:dict, # a `_build_data` report
             + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{repeated_note(d.get('repeated'), d.get('merged'))}" if n_dup else "")
             + (f"\nwarning: {fell} summaries fell back to extractive ("
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
-            + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else ""))
+            + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else "") + _size_notes(d))
+
+def _size_notes(d:dict # a `_build_data` report
+               )->str:
+    "The notes on long facts: cut to the embedder's window when embedded, or longer than the default budget (shown only above it)."
+    from setree.core import MAX_MODEL_TOKENS
+    cut, longest, budget = d.get("truncated_facts", 0), d.get("longest_fact_tokens", 0), d.get("default_budget")
+    return ((f"\nnote: {cut} fact{'s were' if cut > 1 else ' was'} longer than the embedder's window and embedded from the first {MAX_MODEL_TOKENS} tokens" if cut else "")
+            + (f"\nnote: the longest fact has {longest} tokens: a context quotes it only at a budget of at least that (the default budget is {budget}); "
+               "below it, summaries stand for it" if budget and longest > budget else ""))
 
 # %% ../nbs/08_cli.ipynb #dfd840e3
 def _ack_now(args, text:str):
