@@ -888,14 +888,26 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
     "Entry point of the `setree` console script: one line on stderr and a non-zero exit for any error, never a traceback."
     with _stops_as_interrupt(): return _main(argv)
 
-# %% ../nbs/08_cli.ipynb #555a1c97
+# %% ../nbs/08_cli.ipynb #15be24a3
+def _parse(argv:list)->argparse.Namespace:
+    "The parsed command line. Exits 2 (argparse's way) on a bad one; an unknown argument is reported by the parser of its command."
+    p = _parser(); args, extra = p.parse_known_args(argv)
+    if extra:
+        for name in ("command", "source"):   # (down to the deepest parser chosen: `setree import …` and `setree eval …` have their own commands)
+            acts = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+            if not acts or getattr(args, name, None) not in acts[0].choices: break
+            p = acts[0].choices[getattr(args, name)]
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+# %% ../nbs/08_cli.ipynb #8c40b99c
 def _main(argv):
     for stream in (sys.stdout, sys.stderr):  # facts may be any Unicode: never fail on a C locale
         if hasattr(stream, "reconfigure"): stream.reconfigure(encoding="utf-8", errors="backslashreplace")
     own, argv = argv is None, sys.argv[1:] if argv is None else list(argv)   # own: this process is the command
     try:
         if argv[:1] == ["serve"]: return cmd_serve(argv[1:])   # its options belong to setree.server (imported only here)
-        args = _parser().parse_args(argv)
+        args = _parse(argv)
         if own and args.command in CLUSTERING: _igraph_without_matplotlib()
         return COMMANDS[args.command](args)
     except UsageError as e: print(f"setree: error: {one_line(e)}", file=sys.stderr); return 2
