@@ -78,12 +78,12 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #2cf35d55
+# %% ../nbs/08_cli.ipynb #4541444a
 def _txt_items(text:str)->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
-    skipped); only \\n (or \\r\\n) ends a fact, a form feed or U+2028 inside one does not."""
+    skipped); \\n, \\r\\n and a lone \\r (old Mac files) end a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
-    return [(n, l.removesuffix("\r")) for n, l in enumerate(text.split("\n"), 1) if not is_blank(l)]
+    return [(n, l) for n, l in enumerate(re.split(r"\r\n|\r|\n", text), 1) if not is_blank(l)]
 
 # %% ../nbs/08_cli.ipynb #d89cb711
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
