@@ -254,7 +254,7 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"])
     return rep
 
-# %% ../nbs/08_cli.ipynb #0de50f38
+# %% ../nbs/08_cli.ipynb #d8c49f74
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return "queued; not applied yet (--defer): run `setree maintain`"
     if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
@@ -262,7 +262,7 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
     if rep.get("replaced") and (ack is None or ack.seq != rep.get("rebuild_seq")):   # (a build's own command says what it replaced)
         counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
-    return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summaries written, in {rep['seconds']:.2f} s"
+    return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
 # %% ../nbs/08_cli.ipynb #214a6e73
 def cmd_build(args)->int:
@@ -340,12 +340,12 @@ def merged_note(merged:dict|None, # {id given with a repeated text: the id it is
     pairs = ", ".join(f"{g} is stored as {k}" for g, k in list(merged.items())[:most])
     return f" (id {pairs}{' …' if len(merged) > most else ''})"
 
-# %% ../nbs/08_cli.ipynb #c996ba0c
+# %% ../nbs/08_cli.ipynb #6f6acafc
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
     n_dup, fell, low, before = d["duplicates_dropped"], d["summarizer_fallbacks"], d["below_faithfulness_threshold"], d["replaced_facts"]
-    return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} nodes (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
+    return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} node{'s' * (d['nodes'] != 1)} (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
             + (f"\nreplaced the {before} facts the store held" if before else "")
             + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{repeated_note(d.get('repeated'), d.get('merged'))}" if n_dup else "")
             + (f"\nwarning: {fell} summaries fell back to extractive ("
