@@ -366,7 +366,7 @@ def _ack_now(args, text:str):
     "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
     if not getattr(args, "json", False): print(text, flush=True)
 
-# %% ../nbs/08_cli.ipynb #6a6d7156
+# %% ../nbs/08_cli.ipynb #9ed94db6
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
@@ -375,7 +375,8 @@ def _ack_lines(what:str, ack)->str:
     new = [i for i in ids if i not in set(ack.already_stored)]
     lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
     if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + repeated_note(repeated_ids(ack.ids), ack.merged))
-    if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
+    named = {g: k for g, k in ack.merged.items() if k in set(ack.already_stored)}   # (an id the caller gave, dropped: its text is stored under another)
+    if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}{merged_note(named)}")
     return "\n".join(lines)
 
 # %% ../nbs/08_cli.ipynb #ecaebd3f
@@ -567,10 +568,11 @@ def cmd_retrieve(args)->int:
     startup = {"startup_ms": 1000 * (time.perf_counter() - t0)}   # once: in the first answer's JSON
     return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, startup if i == 0 else {}) for i, prompt in enumerate(prompts))
 
-# %% ../nbs/08_cli.ipynb #67c98480
+# %% ../nbs/08_cli.ipynb #ce243ff2
 def _prompts(args)->list[str]:
     "The prompts of `retrieve`. Raises `UsageError` for both a PROMPT and --prompts-file (or neither), or --all-fact-ids without --json."
-    if (args.prompt is None) == (args.prompts_file is None): raise UsageError("give either a PROMPT or --prompts-file FILE")
+    if (args.prompt is None) == (args.prompts_file is None):
+        raise UsageError("give a PROMPT or --prompts-file FILE, not both" if args.prompt is not None else "give either a PROMPT or --prompts-file FILE")
     if args.all_fact_ids and not args.json and args.prompts_file is None: raise UsageError("--all-fact-ids lists ids in the JSON output: add --json")
     if args.prompt == "-": return [_utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")]
     return [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
