@@ -648,10 +648,12 @@ def outline(tree, # a finalized tree
         stack.extend(reversed(tree.children[v].tolist()))
     return "\n".join(lines)
 
-# %% ../nbs/08_cli.ipynb #e42be1d3
+# %% ../nbs/08_cli.ipynb #bf9aee7a
 def _node_dict(tree, v):
     d = {"node": v, "level": int(tree.level[v]), "text": tree.texts[v], "tokens": int(tree.tokens[v])}
-    if v < tree.n_facts: d["fact_id"] = tree.facts[v].id
+    if v < tree.n_facts:
+        d["fact_id"] = tree.facts[v].id
+        if tree.facts[v].meta: d["meta"] = tree.facts[v].meta   # (with the texts and ids: everything a rebuild from this output needs)
     else:
         d.update(n_facts=int(tree.count[v]), faithfulness=int(tree.faithfulness[v]), summarizer=tree.summarizer[v],
                  children=[_node_dict(tree, int(c)) for c in tree.children[v]])
