@@ -182,12 +182,12 @@ def store_errors():
     except StoreDamaged: raise
     except StoreError as e: raise UsageError(str(e)) from None
 
-# %% ../nbs/08_cli.ipynb #9e0fdc8f
+# %% ../nbs/08_cli.ipynb #c67a1b5f
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
     from setree.store import Store
     p = Path(path)
-    if not create and not p.exists(): raise UsageError(f"store not found: {path}")
+    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}")   # (the library's words)
     with store_errors(): return Store(p, create=True) if create else Store(p, create=False, readonly=True)
 
 def _embedder(name:str):
@@ -211,12 +211,12 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #ba232f65
+# %% ../nbs/08_cli.ipynb #a06a024d
 def _kb(args, embedder=None, create:bool=True):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
     p = Path(args.db)
-    if not create and not p.exists(): raise UsageError(f"store not found: {args.db}")
+    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}")
     cfg = load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
     if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)

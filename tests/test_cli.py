@@ -57,7 +57,7 @@ def test_bad_input_is_one_line(tmp_path):
     assert "not found" in one_line_error(run("build", tmp_path / "missing.txt", "--db", tmp_path / "x.db"))
     empty = tmp_path / "empty.txt"; empty.write_text("\n\n")
     assert "no facts" in one_line_error(run("build", empty, "--db", tmp_path / "x.db"))
-    assert "not found" in one_line_error(run("stats", "--db", tmp_path / "nope.db"))
+    assert "no setree store at" in one_line_error(run("stats", "--db", tmp_path / "nope.db"))   # (the library's words)
     junk = tmp_path / "junk.db"; junk.write_bytes(b"not a database at all" * 10)
     one_line_error(run("stats", "--db", junk))
     cfg = tmp_path / "cfg.json"; cfg.write_text('{"betta": 1}')
