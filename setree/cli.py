@@ -290,13 +290,15 @@ def _build_config(args): # a `setree.build.Config`
     args.config = None
     return cfg
 
-# %% ../nbs/08_cli.ipynb #2d6062dc
+# %% ../nbs/08_cli.ipynb #6d348d19
 def _queue_build(kb, args, facts:list):
     "Queue the build of `facts` on `kb` (its ack); the library's refusals become `UsageError`s in the command's words."
     try: return kb.build(facts, replace=args.replace)
     except ValueError as e:
         if "already holds" not in str(e): raise UsageError(str(e)) from None
-        raise UsageError(f"store {args.db} {str(e).split('knowledge base ', 1)[-1].split(';')[0]}; use --replace to delete them and build anew, or `setree insert` to add facts") from None
+        held = str(e).split('knowledge base ', 1)[-1].split(';')[0]
+        first = f"`setree maintain --db {args.db}` to apply the queued changes, " if "queued" in held else ""
+        raise UsageError(f"store {args.db} {held}; use {first}--replace to delete them and build anew, or `setree insert` to add facts") from None
 
 def _build_busy(args, ack)->int:
     "Another process's pass holds the store: the build is queued, and that pass or the next applies it (exit 0)."

@@ -224,7 +224,7 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
     return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
 
-# %% ../nbs/07b_maintain.ipynb #11ab2caa
+# %% ../nbs/07b_maintain.ipynb #94e31d7f
 @patch
 def build(self:KnowledgeBase, facts, # the whole new knowledge base (anything `insert` accepts; an empty list: an empty KB)
           replace:bool=False, # required when the knowledge base holds facts: they are all deleted
@@ -234,7 +234,7 @@ def build(self:KnowledgeBase, facts, # the whole new knowledge base (anything `i
     kept, ids = unique_facts(facts, merged)
     def check(view):
         n = view.count()
-        pending = " (counting changes queued and not applied yet: a pass applies them; stats shows them as pending)" if view.queued else ""
+        pending = " (counting changes queued and not applied yet, which the next pass applies)" if view.queued else ""
         if n and not replace: raise ValueError(f"the knowledge base already holds {n} facts{pending}; build with replace=True to delete them and build anew")
     return Ack(self._enqueue("build", {"facts": [_fact_dict(f) for f in kept]}, check, replaces=replace), "build", ids, merged=merged)
 
@@ -256,7 +256,7 @@ def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
 
-# %% ../nbs/07b_maintain.ipynb #d15f308e
+# %% ../nbs/07b_maintain.ipynb #eae06d89
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -305,7 +305,7 @@ def plan_mutations(base:Tree, # the committed tree
             gone |= {i for i, s in state.items() if s[1] >= 0}; rebuild = (int(seq), op)
             state, norms, full = {}, {}, True
             for d in p.get("facts", []): state[d["id"]] = [Fact(d["id"], d["text"], d.get("meta") or {}), -1, True]; norms[norm_text(d["text"])] = d["id"]
-            c["inserted"] += len(state)
+            c.update(inserted=len(state), forgotten=0, updated=0)   # (what came before is replaced: the report's `replaced` counts the committed facts)
         elif op == "insert":
             for d in p["facts"]:
                 n = norm_text(d["text"])

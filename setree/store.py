@@ -727,7 +727,7 @@ def _canonical_level(lv:ClusterLevel)->ClusterLevel:
                         community=np.asarray(lv.community)[o], knn_idx=np.where(idx >= 0, inv[np.maximum(idx, 0)], -1),
                         knn_sim=np.asarray(lv.knn_sim)[o])
 
-# %% ../nbs/07_store.ipynb #37bb8933
+# %% ../nbs/07_store.ipynb #0dbbf1a1
 @patch
 def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), read in the same transaction
           check_tree:bool=True, # also read the tree as `load` does (its check); False: SQLite's quick_check only
@@ -745,7 +745,7 @@ def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), 
                    truncated=con.execute("SELECT coalesce(sum(truncated), 0) FROM facts").fetchone()[0])
         if queue: out.update(_queue_in(con) if self.version >= 2 else dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None))
         problems = [r[0] for r in con.execute("PRAGMA quick_check").fetchall()]
-        if problems != ["ok"]: raise StoreDamaged(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})")
+        if problems != ["ok"]: raise StoreDamaged(f"{self.path}: damaged store (SQLite quick_check: {'; '.join(problems[:3])})", CORRUPT_NEXT)   # (pages SQLite cannot trust: no replace can rely on them)
         check_counts(self.path, meta, out["facts"], out["nodes"])   # free: rows deleted by hand, even without the tree's check
         if check_tree: _load_in(con, self.path)
         return out
