@@ -368,7 +368,7 @@ def _ack_now(args, text:str):
     "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
     if not getattr(args, "json", False): print(text, flush=True)
 
-# %% ../nbs/08_cli.ipynb #9ed94db6
+# %% ../nbs/08_cli.ipynb #2d25c2f6
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
@@ -377,8 +377,9 @@ def _ack_lines(what:str, ack)->str:
     new = [i for i in ids if i not in set(ack.already_stored)]
     lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
     if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + repeated_note(repeated_ids(ack.ids), ack.merged))
-    named = {g: k for g, k in ack.merged.items() if k in set(ack.already_stored)}   # (an id the caller gave, dropped: its text is stored under another)
-    if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}{merged_note(named)}")
+    if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
+    if ack.merged and len(ack.ids) == len(ids):   # an id the caller gave, dropped: its text is stored under another (a repeat names it in its note above)
+        lines.append(f"note: a given id's text is stored under another id{merged_note(ack.merged)}")
     return "\n".join(lines)
 
 # %% ../nbs/08_cli.ipynb #ecaebd3f

@@ -466,16 +466,14 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #4c6454e4
+# %% ../nbs/08b_server.ipynb #b39abfe5
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
              earlier_pending:bool=True, # an insert of stored texts only: whether a change queued before it is still unapplied
             )->str: # the command line's lines for the change (`setree.cli`), then when it becomes visible
     "What a queued change did, for a person, as `setree insert`/`forget`/`update`/`build` say it, then when it is visible."
-    from setree.cli import _ack_lines, merged_note
+    from setree.cli import _ack_lines
     head = _ack_lines(ack.op, ack) if ack.ids else f"{ack.op} (seq {ack.seq})"
-    if ack.merged and len(set(ack.ids)) == len(ack.ids):   # an id given with a text stored before: the command line's lines name no repeat
-        head += f"\nnote: a given id's text is stored under another id{merged_note(ack.merged)}"
     if replaced: head += f"\ndeletes the {replaced} facts stored now"
     if ack.op == "insert" and not set(ack.ids) - set(ack.already_stored):
         if not earlier_pending: return head + "\nnothing to wait for: every text is stored and visible already."

@@ -884,7 +884,7 @@ def phrase_stats(self:Store, generation:int # the generation of the tree the cou
         return int(m["phrases_n"]), dict(con.execute("SELECT k, df FROM phrases"))
     return self._txn(read, write=False)
 
-# %% ../nbs/07_store.ipynb #c64b0041
+# %% ../nbs/07_store.ipynb #5e058579
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
@@ -917,10 +917,11 @@ def _key_index(t:Tree)->_KeyIndex:
     if c is None or c[0] is not K: c = t._kix = (K, _KeyIndex(K))
     return c[1]
 
-def _missing(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
+def _missing(Ko:np.ndarray, Kn:np.ndarray, index:_KeyIndex|None=None # `_KeyIndex` of `Kn` when the caller has one (`_key_index` of a tree)
+            )->np.ndarray:
     "The keys of `Ko` that are not in `Kn`, ascending (`np.setdiff1d` of row keys through `_align`'s lookup table, without sorting the whole arrays)."
     Ko = np.asarray(Ko, np.int64)
-    return np.unique(Ko[_align(Kn, Ko) < 0])
+    return np.unique(Ko[(index(Ko) if index is not None else _align(Kn, Ko)) < 0])
 
 def _parent_keys(t:Tree, K:np.ndarray)->np.ndarray:
     par = np.asarray(t.parent, np.int64)
@@ -979,7 +980,7 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
 def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_members=None)->dict:
     "Write only the rows in which `new` differs from the stored `old` (rows matched by key). Returns rows written per table."
     Ko, Kn = _keys_of(old), _keys_of(new)
-    gone = np.unique(Ko[_key_index(new)(Ko) < 0])   # (`_missing`, through the new tree's index)
+    gone = _missing(Ko, Kn, _key_index(new))
     out = {"deleted": int(len(gone))}
     if len(gone):
         g = [(int(k),) for k in gone]
