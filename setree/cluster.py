@@ -32,9 +32,10 @@ class _Lazy:
 ig = _Lazy("igraph")
 
 # %% auto #0
-__all__ = ['K_MAX', 'RESOLUTION', 'SUMMARY_TOKENS', 'WINDOW_TOKENS', 'STALL_RATIO', 'BLOCK_ELEMS', 'ig', 'row_sims', 'top_k',
-           'knn', 'knn_graph', 'canonical', 'leiden', 'sweep_chunks', 'sub_leiden', 'split_group', 'split_oversize',
-           'Hierarchy', 'partition_level', 'cluster_hierarchy']
+__all__ = ['K_MAX', 'RESOLUTION', 'SUMMARY_TOKENS', 'WINDOW_TOKENS', 'STALL_RATIO', 'BLOCK_ELEMS', 'ig', 'SIMS_SLACK',
+           'SIMS_PAD_ELEMS', 'SIMS_MIN_ELEMS', 'row_sims', 'top_k', 'knn', 'near_sims', 'knn_graph', 'canonical',
+           'leiden', 'sweep_chunks', 'sub_leiden', 'split_group', 'split_oversize', 'Hierarchy', 'partition_level',
+           'cluster_hierarchy']
 
 # %% ../nbs/02_cluster.ipynb #fc531b97
 def _i64(a=()): return np.asarray(a, dtype=np.int64)
@@ -71,6 +72,27 @@ def knn(X:np.ndarray, # (n, d) float32 unit rows (zero rows allowed: they have s
     for a in range(0, len(rows), step):
         r = rows[a:a + step]; idx[a:a + len(r)], sim[a:a + len(r)] = top_k(row_sims(X, r), r, k)
     return idx, sim
+
+# %% ../nbs/02_cluster.ipynb #3d921c8f
+SIMS_SLACK = 4   # γ_d multiples between a matrix-vector product and `row_sims` (2 bound it for unit rows; 2 more for rows a few ulps off unit)
+SIMS_PAD_ELEMS = 1 << 20   # the recomputed block has at least this many entries (rows × d): a large product (see above)
+SIMS_MIN_ELEMS = 1 << 22   # n × d below which `near_sims` is just `row_sims`
+
+def near_sims(X:np.ndarray, # (n, d) float32 unit rows (zero rows allowed)
+              r:int, # the row whose similarities are wanted
+              k:int, # its k largest (besides itself) come out exact
+              thr:np.ndarray, # (n,) float32: column j comes out exact if it may be >= thr[j] (np.inf: no need)
+             )->np.ndarray: # (1, n) float32: `row_sims(X, [r])`, bit for bit wherever that can matter (see above)
+    "One row's similarities to all: a matrix-vector product, then the entries near the k-th largest or their threshold with `row_sims`' bits."
+    n, d = X.shape
+    if n * d < SIMS_MIN_ELEMS or not 0 < k < n: return row_sims(X, np.array([r]))
+    s = X @ X[r]; s[r] = -np.inf
+    g = d * 2.0**-24 / (1 - d * 2.0**-24); tol = SIMS_SLACK * g   # (bound on |faster - exact bits|, see above)
+    kth = np.partition(s, n - k)[n - k]
+    c = np.flatnonzero((s >= kth - 2 * tol) | (s > thr - tol)); c = np.union1d(c, [r])
+    B = np.zeros((max(len(c), -(-SIMS_PAD_ELEMS // d)), d), np.float32); B[:len(c)] = X[c]
+    s[c] = (B @ X[[r, r]].T)[:len(c), 0]
+    return s[None]
 
 # %% ../nbs/02_cluster.ipynb #50400431
 def knn_graph(idx:np.ndarray, # (n, k) int64 neighbour positions, -1 = none

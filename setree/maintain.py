@@ -612,12 +612,12 @@ def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
     return _Level(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
                   idx=idx, parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1), deg=getattr(lv, "_deg", None))
 
-# %% ../nbs/07b_maintain.ipynb #625d1f2b
+# %% ../nbs/07b_maintain.ipynb #5dde1b0c
 def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The level's exact kNN lists after a change, recomputing only the rows that can differ: changed members, members that
     listed a changed or removed member (each a product with every member), and members a changed member now beats (their lists
     merged with the changed members: the same lists a product would give). Returns (knn positions, similarities, recomputed rows)."""
-    from setree.cluster import knn, row_sims, top_k
+    from setree.cluster import knn, near_sims, row_sims, top_k
     n = len(m.keys); k = max(0, min(k_max, n - 1))
     if k != (old["idx"] if old.get("idx") is not None else old["knn"]).shape[1] or not (pos >= 0).any(): idx, sim = knn(m.C, k); return idx, sim, np.arange(n)
     have, n_old = pos >= 0, len(old["keys"])
@@ -633,9 +633,10 @@ def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->
     if inplace and not chg[:n_old].any(): redo[:n_old] |= (idx[:n_old] < 0).any(1)   # only appended members changed: no committed list names one
     else: redo[have] |= ((idx[have] < 0) | chg[np.maximum(idx[have], 0)]).any(1)     # a neighbour left or moved
     c, enter = np.flatnonzero(chg), np.zeros(n, bool)
-    if len(c):   # the changed members' rows: their own lists, and who they now beat
-        best = row_sims(m.C, c); best[np.arange(len(c)), c] = -np.inf
-        enter = best.max(0) > np.where(redo, np.inf, sim[:, -1])
+    if len(c):   # the changed members' rows: their own lists, and who they now beat (one row: exact wherever that can matter)
+        thr = np.where(redo, np.inf, sim[:, -1])
+        best = row_sims(m.C, c) if len(c) > 1 else near_sims(m.C, int(c[0]), k, thr); best[np.arange(len(c)), c] = -np.inf
+        enter = best.max(0) > thr
         idx[c], sim[c] = top_k(best, c, k)
     own = np.flatnonzero(redo & ~chg)
     if len(own): idx[own], sim[own] = knn(m.C, k, rows=own)
