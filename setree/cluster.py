@@ -73,8 +73,8 @@ def knn(X:np.ndarray, # (n, d) float32 unit rows (zero rows allowed: they have s
         r = rows[a:a + step]; idx[a:a + len(r)], sim[a:a + len(r)] = top_k(row_sims(X, r), r, k)
     return idx, sim
 
-# %% ../nbs/02_cluster.ipynb #3d921c8f
-SIMS_SLACK = 4   # γ_d multiples between a matrix-vector product and `row_sims` (2 bound it for unit rows; 2 more for rows a few ulps off unit)
+# %% ../nbs/02_cluster.ipynb #54a7f75a
+SIMS_SLACK = 4   # γ_d multiples between `einsum`'s sums and `row_sims`' (2 bound it for unit rows; 2 more for rows a few ulps off unit)
 SIMS_PAD_ELEMS = 1 << 20   # the recomputed block has at least this many entries (rows × d): a large product (see above)
 SIMS_MIN_ELEMS = 1 << 22   # n × d below which `near_sims` is just `row_sims`
 
@@ -83,10 +83,10 @@ def near_sims(X:np.ndarray, # (n, d) float32 unit rows (zero rows allowed)
               k:int, # its k largest (besides itself) come out exact
               thr:np.ndarray, # (n,) float32: column j comes out exact if it may be >= thr[j] (np.inf: no need)
              )->np.ndarray: # (1, n) float32: `row_sims(X, [r])`, bit for bit wherever that can matter (see above)
-    "One row's similarities to all: a matrix-vector product, then the entries near the k-th largest or their threshold with `row_sims`' bits."
+    "One row's similarities to all by `einsum`, then the entries near the k-th largest or their threshold with `row_sims`' bits."
     n, d = X.shape
     if n * d < SIMS_MIN_ELEMS or not 0 < k < n: return row_sims(X, np.array([r]))
-    s = X @ X[r]; s[r] = -np.inf
+    s = np.einsum("ij,j->i", X, X[r]); s[r] = -np.inf   # (numpy's own vectorized loop: faster here than BLAS's matrix-vector product)
     g = d * 2.0**-24 / (1 - d * 2.0**-24); tol = SIMS_SLACK * g   # (bound on |faster - exact bits|, see above)
     kth = np.partition(s, n - k)[n - k]
     c = np.flatnonzero((s >= kth - 2 * tol) | (s > thr - tol)); c = np.union1d(c, [r])
