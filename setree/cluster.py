@@ -73,10 +73,10 @@ def knn(X:np.ndarray, # (n, d) float32 unit rows (zero rows allowed: they have s
         r = rows[a:a + step]; idx[a:a + len(r)], sim[a:a + len(r)] = top_k(row_sims(X, r), r, k)
     return idx, sim
 
-# %% ../nbs/02_cluster.ipynb #54a7f75a
+# %% ../nbs/02_cluster.ipynb #a0745196
 SIMS_SLACK = 4   # γ_d multiples between `einsum`'s sums and `row_sims`' (2 bound it for unit rows; 2 more for rows a few ulps off unit)
 SIMS_PAD_ELEMS = 1 << 20   # the recomputed block has at least this many entries (rows × d): a large product (see above)
-SIMS_MIN_ELEMS = 1 << 22   # n × d below which `near_sims` is just `row_sims`
+SIMS_MIN_ELEMS = 1 << 21   # n × d below which `near_sims` is just `row_sims` (n < 5,462 at d = 384)
 
 def near_sims(X:np.ndarray, # (n, d) float32 unit rows (zero rows allowed)
               r:int, # the row whose similarities are wanted
