@@ -256,7 +256,7 @@ def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
 
-# %% ../nbs/07b_maintain.ipynb #8a5fdb1d
+# %% ../nbs/07b_maintain.ipynb #d9159827
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -285,7 +285,11 @@ class _Layered:
     pass at 50,000 facts would otherwise copy 50,000 texts and ids (about 3 ms). Read-only; more than `_LAYERS` layers are merged."""
     def __init__(self, under, add):
         ls = [add] + (under.layers if isinstance(under, _Layered) else [under])
-        self.layers = ls if len(ls) <= _LAYERS else [{k: d[k] for d in ls for k in d} if isinstance(add, dict) else set().union(*ls)]
+        if len(ls) > _LAYERS:   # (the layers are disjoint: the committed one copied, the others added to it)
+            one = dict(ls[-1]) if isinstance(add, dict) else set(ls[-1])
+            for d in ls[-2::-1]: one.update(d)
+            ls = [one]
+        self.layers = ls
     def __contains__(self, k): return any(k in d for d in self.layers)
     def __getitem__(self, k): return next(d[k] for d in self.layers if k in d)
     def __len__(self): return sum(map(len, self.layers))
@@ -343,17 +347,22 @@ def plan_mutations(base:Tree, # the committed tree
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
     return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms, rebuild=rebuild)
 
-# %% ../nbs/07b_maintain.ipynb #c2b0d1b6
+# %% ../nbs/07b_maintain.ipynb #894bd5b3
 from .embed import MemoEmbedder
 class _CachedEmbedder(MemoEmbedder):
     "An embedder that reuses the vectors of texts the committed tree already holds, and counts what it embeds."
     def __init__(self, inner, tree:Tree, facts:bool=True): # facts=False: reuse only the summaries' vectors (an incremental pass has the facts')
-        super().__init__(inner)
-        if tree.n_nodes and tree.embedder_id == inner.identity:
-            tr = tree.truncated if tree.truncated is not None else np.zeros(tree.n_facts, bool)
+        super().__init__(inner); self._tree, self._at = tree, {}
+        if tree.n_nodes and tree.embedder_id == inner.identity:   # text -> the last node holding it; its row is read when asked for
             lo = 0 if facts else tree.n_facts
-            self._vec = {tree.texts[i]: tree.emb[i] for i in range(lo, tree.n_nodes)}
-            self._flag = {tree.texts[i]: bool(tr[i]) if i < tree.n_facts else False for i in range(lo, tree.n_nodes)}
+            self._at = dict(zip(tree.texts[lo:], range(lo, tree.n_nodes)))
+
+    def embed_with_flags(self, texts):
+        t = self._tree; tr = t.truncated
+        for x in ([] if isinstance(texts, str) else texts):
+            i = self._at.get(x)
+            if i is not None and x not in self._vec: self._vec[x], self._flag[x] = t.emb[i], bool(tr[i]) if tr is not None and i < t.n_facts else False
+        return super().embed_with_flags(texts)
 
 class _CountingSummarizer:
     "Counts the summary requests a pass makes (one request = one node summarized)."
