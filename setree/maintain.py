@@ -1240,7 +1240,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     tree._pool = _pool_of(base)   # (settled by `maintain` once the tree is committed)
     return tree, needs, dirty | needs | (ob < 0)
 
-# %% ../nbs/07b_maintain.ipynb #7a294793
+# %% ../nbs/07b_maintain.ipynb #9de8f453
 @patch
 def tree(self:KnowledgeBase)->Tree:
     "The last committed tree (cached; reloaded when a pass of any process committed since). Never waits for a running pass."
@@ -1252,6 +1252,7 @@ def tree(self:KnowledgeBase)->Tree:
         if self._cache is None or self._cache[0] <= t._generation: self._cache = (t._generation, t)
     return t
 
+# %% ../nbs/07b_maintain.ipynb #3f87268b
 @patch
 def retrieve(self:KnowledgeBase, prompt:str, # the prompt
              budget:int|None=None, # tokens; None: the config's default_budget
@@ -1263,6 +1264,7 @@ def retrieve(self:KnowledgeBase, prompt:str, # the prompt
     emb = self._embedder if self._embedder is not None and getattr(self._embedder, "identity", None) == t.embedder_id else None
     return retrieve(t, prompt, budget=budget, params=params, embedder=emb)
 
+# %% ../nbs/07b_maintain.ipynb #0791b8b5
 @patch
 def stats(self:KnowledgeBase)->dict:
     """`Store.stats()` plus pending (queued, not applied), queued_seq, applied_seq and last_pass (the last pass report, or None), all read in one
