@@ -16,7 +16,7 @@ from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 __all__ = ['CONFIG_RANGES', 'Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree',
            'has_text_id', 'unique_facts', 'build_tree', 'tree_shape']
 
-# %% ../nbs/05_build.ipynb #0361f9e3
+# %% ../nbs/05_build.ipynb #7688448a
 @dataclass(frozen=True)
 class Config:
     "Every parameter of a knowledge base, validated; the one place their defaults are set. Units: tokens for lengths and budgets, radians for `epsilon`."
@@ -74,6 +74,7 @@ class Config:
         try: return cls.from_dict(_config_object(data))
         except (ValueError, TypeError) as e: raise type(e)(f"{path}: {e}") from None
 
+# %% ../nbs/05_build.ipynb #5cdfec86
 def _config_object(data:bytes)->dict:
     "The JSON value of a config file's bytes; every refusal starts with `config:`, as `Config`'s own do."
     try: text = data.decode("utf-8")
@@ -231,7 +232,7 @@ def run_summarizer(summarizer, # any summarizer (`summarize_many`, `name`)
         if tick: tick(s)
     return out
 
-# %% ../nbs/05_build.ipynb #eebc7842
+# %% ../nbs/05_build.ipynb #92264a3e
 def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (`setree.fidelity.compute_order`)
                    E:np.ndarray, # (N, d) float32 fact embeddings
                   )->np.ndarray: # float32 (M, d): mu_v = S_v / |S_v| for every node
@@ -241,6 +242,7 @@ def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (
     S = C[tree.stop] - C[tree.start]
     return (S / np.maximum(np.linalg.norm(S, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
+# %% ../nbs/05_build.ipynb #d2f8eee2
 def _some_centroids(tree:Tree, E, nodes)->_RowsAt:
     """`node_centroids` for a few nodes and their children only (the rows of other nodes stay 0): what a partial summary pass needs.
     A compact array of those rows, indexed by node number like the whole one (writing a few rows of an (M, d) array costs a zeroed memory page each)."""
@@ -257,7 +259,7 @@ class _RowsAt:
     def __init__(self, rows:np.ndarray, at:np.ndarray): self.rows, self.at = rows, at
     def __getitem__(self, v): return self.rows[self.at[v]]
 
-# %% ../nbs/05_build.ipynb #3124e11c
+# %% ../nbs/05_build.ipynb #8e8c1343
 def _requests(tree:Tree, nodes, E, mu, target, focus=None, background=None):
     from setree.summarize import SummaryRequest
     reqs = []
@@ -271,6 +273,7 @@ def _requests(tree:Tree, nodes, E, mu, target, focus=None, background=None):
                                    focus=None if focus is None else focus.get(int(v)), fact_child=fact_child, background=background))
     return reqs
 
+# %% ../nbs/05_build.ipynb #d85073e4
 def _apply(tree:Tree, nodes, summaries, embedder):
     from setree.summarize import enforce_budget
     for v, s in zip(nodes, summaries):

@@ -37,7 +37,7 @@ __all__ = ['K_MAX', 'RESOLUTION', 'SUMMARY_TOKENS', 'WINDOW_TOKENS', 'STALL_RATI
            'leiden', 'sweep_chunks', 'sub_leiden', 'split_group', 'split_oversize', 'Hierarchy', 'partition_level',
            'cluster_hierarchy']
 
-# %% ../nbs/02_cluster.ipynb #fc531b97
+# %% ../nbs/02_cluster.ipynb #fe0acda8
 def _i64(a=()): return np.asarray(a, dtype=np.int64)
 
 def row_sims(X:np.ndarray, # (n, d) float32 rows
@@ -49,6 +49,7 @@ def row_sims(X:np.ndarray, # (n, d) float32 rows
     if len(rows) > 64: return X[rows] @ X.T
     return np.ascontiguousarray((X @ X[np.r_[rows, rows] if len(rows) == 1 else rows].T).T[:len(rows)])
 
+# %% ../nbs/02_cluster.ipynb #5b8c8438
 def top_k(S:np.ndarray, # (r, n) similarities of rows `rows` to all n members (changed in place: own entries set to -inf)
           rows:np.ndarray, k:int)->tuple[np.ndarray, np.ndarray]: # the k nearest of each row: positions (r, k) int64, similarities (r, k)
     "The k largest entries of each row by `argpartition`, sorted by decreasing similarity, ties by position; a member is never its own neighbour."
@@ -58,6 +59,7 @@ def top_k(S:np.ndarray, # (r, n) similarities of rows `rows` to all n members (c
     o = np.lexsort((part, -ps), axis=1)                       # by similarity desc, then position
     return np.take_along_axis(part, o, 1), np.take_along_axis(ps, o, 1)
 
+# %% ../nbs/02_cluster.ipynb #e12a1114
 def knn(X:np.ndarray, # (n, d) float32 unit rows (zero rows allowed: they have similarity 0 to all)
         k:int, # neighbours wanted; clamped to n-1
         block_elems:int=BLOCK_ELEMS, # similarity entries computed at once: memory stays O(block_elems + n k)
@@ -111,7 +113,7 @@ def knn_graph(idx:np.ndarray, # (n, k) int64 neighbour positions, -1 = none
     g.es["weight"] = w.astype(np.float64).tolist()
     return g
 
-# %% ../nbs/02_cluster.ipynb #9f6d17fd
+# %% ../nbs/02_cluster.ipynb #8e53a687
 def canonical(labels:np.ndarray # (n,) community label of each member
              )->np.ndarray: # (n,) int64 labels 0..c-1 numbered by first occurrence
     "Renumber communities in order of their first member, so labels do not depend on the solver's numbering."
@@ -121,6 +123,7 @@ def canonical(labels:np.ndarray # (n,) community label of each member
     rank = np.empty(len(u), np.int64); rank[np.argsort(first)] = np.arange(len(u))
     return rank[inv.ravel()]
 
+# %% ../nbs/02_cluster.ipynb #bfed6681
 def leiden(g:ig.Graph, # undirected graph with edge attribute "weight"
            resolution:float=RESOLUTION, # modularity resolution r: larger, smaller communities
            seed:int=0, # seed of the private RNG igraph draws from during this call
@@ -134,7 +137,7 @@ def leiden(g:ig.Graph, # undirected graph with edge attribute "weight"
     finally: ig.set_random_number_generator(random)   # igraph's default: the `random` module
     return canonical(part.membership)
 
-# %% ../nbs/02_cluster.ipynb #82e1fe2b
+# %% ../nbs/02_cluster.ipynb #c5d9eafa
 def sweep_chunks(C:np.ndarray, # (m, d) member centroids
                  est:np.ndarray, # (m,) int64 estimated tokens of each member
                  window:int, # tokens a chunk may hold
@@ -151,6 +154,7 @@ def sweep_chunks(C:np.ndarray, # (m, d) member centroids
         labels[i], tot, cnt = cur, tot + int(est[i]), cnt + 1
     return canonical(labels)
 
+# %% ../nbs/02_cluster.ipynb #7a40bad9
 def sub_leiden(sub:ig.Graph, # a subgraph of a level's kNN graph (edge attribute "weight")
                total:float, # m: the total edge weight of the whole level's graph
                resolution:float, seed:int, # the level's resolution r, and the seed
@@ -159,6 +163,7 @@ def sub_leiden(sub:ig.Graph, # a subgraph of a level's kNN graph (edge attribute
     share = sum(sub.es["weight"]) / total if total > 0 else 0.0
     return leiden(sub, resolution * share, seed)
 
+# %% ../nbs/02_cluster.ipynb #5d37279f
 def split_group(g:ig.Graph, # the level's kNN graph (or a subgraph of it holding `pos`)
                 pos:np.ndarray, # (m,) sorted member positions of one community that exceeds the window
                 C:np.ndarray, # (n, d) member centroids of the level
@@ -185,7 +190,7 @@ def split_oversize(g, pos, labels, C, est, window, resolution, seed, total=None)
         labels[inner] = parts + nxt; nxt += parts.max() + 1
     return canonical(labels)
 
-# %% ../nbs/02_cluster.ipynb #da99a80b
+# %% ../nbs/02_cluster.ipynb #ac7a7474
 @dataclass
 class Hierarchy:
     "The structure of a SETree, before any summary: node numbers as in `setree.core.Tree`."
@@ -200,6 +205,7 @@ class Hierarchy:
     @property
     def root(self)->int: return self.n_nodes - 1
 
+# %% ../nbs/02_cluster.ipynb #9cf89839
 def _check(emb, tokens):
     emb = np.asarray(emb)
     if emb.ndim != 2: raise ValueError(f"emb must be a 2-D (N, d) array, got shape {emb.shape}")

@@ -75,7 +75,7 @@ class _View:
             if ids: n -= self.con.execute(f"SELECT count(*) FROM facts WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0]
         return n
 
-# %% ../nbs/07b_maintain.ipynb #1a8d9447
+# %% ../nbs/07b_maintain.ipynb #63cf9c02
 def _as_config(config):
     "A `Config`, or None. A dict is read with `Config.from_dict` (its errors); anything else is a `TypeError` now, not a failed pass later."
     from setree.build import Config
@@ -83,6 +83,7 @@ def _as_config(config):
     if isinstance(config, dict): return Config.from_dict(config)
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
+# %% ../nbs/07b_maintain.ipynb #3fed536d
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -256,7 +257,7 @@ def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
 
-# %% ../nbs/07b_maintain.ipynb #d9159827
+# %% ../nbs/07b_maintain.ipynb #04acb885
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -271,6 +272,7 @@ class _Plan:
     prefix: int = None     # when known: how many leading facts are the committed Fact objects at their committed positions (`_same_prefix`)
     rebuild: tuple = None  # (seq, op) of the last build or reset replayed, if any
 
+# %% ../nbs/07b_maintain.ipynb #c1d51f34
 def _norms_of(tree:Tree):
     "{normalized text: fact id} of `tree`'s facts (read-only): computed once per tree and then carried from pass to pass."
     if getattr(tree, "_norms", None) is None or len(tree._norms) != tree.n_facts: tree._norms = {norm_text(f.text): f.id for f in tree.facts}
@@ -278,6 +280,7 @@ def _norms_of(tree:Tree):
 
 def _norm_ids(tree:Tree)->dict: return dict(_norms_of(tree))   # (a copy a general replay may change)
 
+# %% ../nbs/07b_maintain.ipynb #880f34fa
 _LAYERS = 16   # a `_Layered` of more layers is merged into one
 
 class _Layered:
@@ -296,6 +299,7 @@ class _Layered:
     def __iter__(self): return (k for d in self.layers for k in d)
     def keys(self): return iter(self)
 
+# %% ../nbs/07b_maintain.ipynb #dcd00d45
 def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
     "`plan_mutations` when only inserts are queued (the common case): the committed facts as they are, the new ones appended."
     under = _norms_of(base)
@@ -310,6 +314,7 @@ def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
     return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
                  set(), False, dict(inserted=k, forgotten=0, updated=0), _Layered(under, norms), _Layered(base._ids, ids), N)   # (keys ascending: every committed fact in place)
 
+# %% ../nbs/07b_maintain.ipynb #02547130
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
                   )->_Plan:
@@ -347,7 +352,7 @@ def plan_mutations(base:Tree, # the committed tree
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
     return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms, rebuild=rebuild)
 
-# %% ../nbs/07b_maintain.ipynb #894bd5b3
+# %% ../nbs/07b_maintain.ipynb #a5cefdf3
 from .embed import MemoEmbedder
 class _CachedEmbedder(MemoEmbedder):
     "An embedder that reuses the vectors of texts the committed tree already holds, and counts what it embeds."
@@ -364,6 +369,7 @@ class _CachedEmbedder(MemoEmbedder):
             if i is not None and x not in self._vec: self._vec[x], self._flag[x] = t.emb[i], bool(tr[i]) if tr is not None and i < t.n_facts else False
         return super().embed_with_flags(texts)
 
+# %% ../nbs/07b_maintain.ipynb #c2838aaf
 class _CountingSummarizer:
     "Counts the summary requests a pass makes (one request = one node summarized)."
     def __init__(self, inner):
@@ -374,6 +380,7 @@ class _CountingSummarizer:
         self.fallbacks += sum(s.summarizer.startswith("extractive-fallback") for s in out)
         return out
 
+# %% ../nbs/07b_maintain.ipynb #d545539a
 def _report(applied:int, started:float, plan=None)->dict:
     c = plan.counts if plan is not None else {}
     return dict(applied_seq=applied, started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds"),
@@ -381,6 +388,7 @@ def _report(applied:int, started:float, plan=None)->dict:
                 full_rebuild=False, levels_touched=0, summarizer_calls=0, resummarized=0, fallbacks=0, error=None,
                 replaced=0, rebuild_seq=None, rebuild_op=None)   # (replaced: the committed facts a queued build or reset deleted, and which entry)
 
+# %% ../nbs/07b_maintain.ipynb #beb1123f
 def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config,
                  progress:bool|None=None, # the build's progress on stderr (`setree.build.Progress`): None = when it runs long
                 )->Tree:
@@ -389,7 +397,7 @@ def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config,
     tree = build_tree(plan.facts, embedder=_CachedEmbedder(embedder, base), summarizer=summarizer, config=config, progress=progress)
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #874427ee
+# %% ../nbs/07b_maintain.ipynb #4abfe9d5
 @patch
 def _pass_lock(self:KnowledgeBase):
     """Serialize passes: a thread lock, then an exclusive `flock` on the lock file `<store>-lock` (other processes), each waited for up to
@@ -414,6 +422,7 @@ def _pass_lock(self:KnowledgeBase):
             finally: kb._pass_thread_lock.release()
     return _Lock()
 
+# %% ../nbs/07b_maintain.ipynb #800ce7b5
 class _gc_paused:
     """Python's cycle collector paused for the duration of a pass, then restored. A pass builds lists and dicts of every fact (the new
     tree's texts, quotes, children): each young-generation collection would walk them again (tens of ms a pass at 50,000 facts).
@@ -424,7 +433,7 @@ class _gc_paused:
     def __exit__(self, *exc):
         if self.was: gc.freeze(); gc.unfreeze(); gc.enable()
 
-# %% ../nbs/07b_maintain.ipynb #c889df2c
+# %% ../nbs/07b_maintain.ipynb #6512d08d
 def carry_terms(base:Tree, # the committed tree
                 tree:Tree, # the pass's new tree
                )->list[np.ndarray]: # `Tree.terms` of `tree`: the lexical (BM25) term ids of each of its facts
@@ -440,6 +449,7 @@ def carry_terms(base:Tree, # the committed tree
     fresh = dict(zip(todo, term_ids([tf[i].text for i in todo]))) if todo else {}
     return base.terms[:L] + [fresh[i] if i in fresh else base.terms[pos[i]] for i in range(L, N)]
 
+# %% ../nbs/07b_maintain.ipynb #2ea44505
 def _same_prefix(pos:np.ndarray, # (N,) each new fact's position among the committed facts (-1: new)
                  facts:list, base_facts:list)->int:
     "How many leading facts of a pass are the committed Fact objects at the same positions (a pass that only inserts: all of the committed ones)."
@@ -453,7 +463,7 @@ def _prefix(tree:Tree, base:Tree, pos:np.ndarray)->int:
     L = getattr(tree, "_prefix", None)
     return L if L is not None else _same_prefix(pos, tree.facts, base.facts)
 
-# %% ../nbs/07b_maintain.ipynb #439e745c
+# %% ../nbs/07b_maintain.ipynb #1cc0e3a7
 class _Counts:
     "Read-only counts: a base dict plus a delta (`get` is all `setree.summarize.phrase_weights` uses), without copying the base."
     def __init__(self, base:dict, delta:dict): self.base, self.delta = base, delta
@@ -474,6 +484,7 @@ class _Counts:
         yield from ((k, v + d.get(k, 0)) for k, v in self.base.items() if v + d.get(k, 0) > 0)
         yield from ((k, v) for k, v in d.items() if k not in self.base and v > 0)
 
+# %% ../nbs/07b_maintain.ipynb #a6ecaf8f
 def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on it once computed)
                        plan:_Plan, # the pass's facts
                        stored=None, # optional callable -> (n, {phrase: count}) of the committed tree as the store keeps them, or None
@@ -501,6 +512,7 @@ def carry_phrase_stats(base:Tree, # the committed tree (its counts are kept on i
     if copy: counts = _Counts(dict(bs.df), counts.delta).settle()
     return TermStats(len(plan.facts), counts, changed)
 
+# %% ../nbs/07b_maintain.ipynb #649a41ef
 def settle_phrase_stats(base:Tree, tree:Tree):
     "After a pass committed: its tree takes over the counts (updated in place); the committed tree it started from drops them."
     ps = getattr(tree, "_phrase_stats", None)
@@ -508,7 +520,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #05ddcbd7
+# %% ../nbs/07b_maintain.ipynb #f751e391
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -545,6 +557,7 @@ def maintain(self:KnowledgeBase)->dict:
         with self._cache_lock: self._cache = (tree._generation, tree)
         return report
 
+# %% ../nbs/07b_maintain.ipynb #b1c314b3
 @patch
 def _pass_base(self:KnowledgeBase, entries:list)->tuple[Tree, list]:
     """The tree a pass starts from, and the queued entries it applies. On a damaged store (the loader's check, or the row counts)
@@ -556,10 +569,12 @@ def _pass_base(self:KnowledgeBase, entries:list)->tuple[Tree, list]:
     base = empty_tree(self._w.embedder_id()); base._generation = self._w.generation()
     return base, entries[full[-1]:]
 
+# %% ../nbs/07b_maintain.ipynb #efec1df2
 def pass_error(e:Exception)->str:
     "A failed pass's `error`: a store's own message as it is (it names the store and what failed, a full disk say); any other error with its type."
     return str(e) if isinstance(e, StoreError) else f"{type(e).__name__}: {e}"
 
+# %% ../nbs/07b_maintain.ipynb #6ed6361e
 @patch
 def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     "The new tree for `plan` and the report fields; a full rebuild when a build/reset was queued or the base has no clustering state."
@@ -582,6 +597,7 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     return tree, dict(full_rebuild=True, levels_touched=len(tree.levels), summarizer_calls=summ.calls, resummarized=summ.calls,
                       fallbacks=summ.fallbacks, replaced=base.n_facts if plan.full else 0, rebuild_seq=seq, rebuild_op=op)
 
+# %% ../nbs/07b_maintain.ipynb #49f78026
 def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
     "Whether a pass can start from the committed tree: its clustering state is usable (else: a full rebuild, as a build would do)."
     cfg = base.config or {}
@@ -589,7 +605,7 @@ def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
             and getattr(base, "_keys", None) is not None and base.embedder_id == embedder.identity
             and all(cfg.get(k) == getattr(config, k) for k in _CLUSTER_KEYS))
 
-# %% ../nbs/07b_maintain.ipynb #9f7081b5
+# %% ../nbs/07b_maintain.ipynb #c53ed5fa
 LEIDEN_MODE = "fixed"   # how a pass re-runs Leiden on a changed level: "fixed" or "subgraph" (measured below)
 GRAFT_MEMBERS = 64      # a level of at most this many members belongs to the top (see step 5)
 FREE_ALONE = False      # whether Leiden may also move the members that were alone at a changed level (measured below: no gain, many more summaries)
@@ -598,6 +614,7 @@ PHRASE_COPY_NODES = 16  # a pass that writes more summaries than this copies the
 TOP_CHURN = 0.25        # a top level keeps its communities unless more than this share of its members are new or gone: then it is clustered again as a build does, with everything above it
 _CLUSTER_KEYS = ("k_max", "resolution", "seed", "summary_tokens", "window_tokens")   # config that shapes the tree: a change means a full rebuild
 
+# %% ../nbs/07b_maintain.ipynb #5f89327b
 @dataclass
 class _Members:
     "The members of one level during a pass, in row keys."
@@ -609,6 +626,7 @@ class _Members:
     rows: object = None   # level 0: the `_Rows` buffer `C` is a view of (the next pass appends its new facts' centroids there)
     prefix: int = None    # level 0: how many leading facts are the committed ones in place (`_same_prefix`)
 
+# %% ../nbs/07b_maintain.ipynb #5cd9fa3b
 class _Sums:
     "Leaf sums S_v of members, looked up when needed: a fact's embedding, a committed node's `leaf_sum`, or a sum this pass computed."
     def __init__(self, facts:_Members, base:Tree, Kb:np.ndarray): self.facts, self.base, self.Kb, self.new, self._ix = facts, base, Kb, {}, None
@@ -637,7 +655,7 @@ def _old_level(base:Tree, Kb:np.ndarray, l:int)->dict:
     return _Level(keys=Kb[mem], C=np.asarray(lv.centroids), community=np.asarray(lv.community, np.int64), knn_sim=np.asarray(lv.knn_sim),
                   idx=idx, parents=np.where(par >= 0, Kb[np.maximum(par, 0)], -1), deg=getattr(lv, "_deg", None))
 
-# %% ../nbs/07b_maintain.ipynb #5dde1b0c
+# %% ../nbs/07b_maintain.ipynb #4df0d9a8
 def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The level's exact kNN lists after a change, recomputing only the rows that can differ: changed members, members that
     listed a changed or removed member (each a product with every member), and members a changed member now beats (their lists
@@ -669,6 +687,7 @@ def patch_knn(m:_Members, old:dict, pos:np.ndarray, chg:np.ndarray, k_max:int)->
     if len(e): idx[e], sim[e] = _merge_lists(idx[e], sim[e], c, best[:, e].T, k)
     return idx, sim, np.flatnonzero(redo | enter)
 
+# %% ../nbs/07b_maintain.ipynb #2fae28f5
 def _merge_lists(idx:np.ndarray, sim:np.ndarray, # (r, k) kNN lists, exact over the members they may hold
                  cand:np.ndarray, cs:np.ndarray, # (c,) candidate positions and (r, c) their similarities to each row
                  k:int)->tuple[np.ndarray, np.ndarray]:
@@ -681,7 +700,7 @@ def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
     return _align(keys, q.ravel()).reshape(q.shape)
 
-# %% ../nbs/07b_maintain.ipynb #17aa9df4
+# %% ../nbs/07b_maintain.ipynb #29b9eff8
 def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     "The kNN graph induced on member positions `X` (sorted)."
     from setree.cluster import knn_graph
@@ -689,6 +708,7 @@ def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     sub = idx[X]; sub = np.where(sub >= 0, inv[np.maximum(sub, 0)], -1)
     return knn_graph(sub, sim[X])
 
+# %% ../nbs/07b_maintain.ipynb #4d7e5be8
 def _degrees(idx:np.ndarray, sim:np.ndarray,
              rows:np.ndarray|None=None, # optional (n,) bool: only these members' degrees are exact (from the edges touching them); None: all
             )->np.ndarray:
@@ -704,6 +724,7 @@ def _degrees(idx:np.ndarray, sim:np.ndarray,
     A = sp.csr_matrix((w[keep], (r[keep], c[keep])), shape=(n, n))
     return np.asarray(A.maximum(A.T).sum(1)).ravel()
 
+# %% ../nbs/07b_maintain.ipynb #06b1f839
 def _level_degrees(idx:np.ndarray, sim:np.ndarray, old:dict, pos:np.ndarray, rk:np.ndarray)->np.ndarray:
     """`_degrees(idx, sim)`, from the committed level's degrees (`old["deg"]`, kept in memory by the pass that computed them) when the
     committed members kept their positions: only the members whose symmetrized row can differ are summed again — the rows `rk` whose
@@ -718,6 +739,7 @@ def _level_degrees(idx:np.ndarray, sim:np.ndarray, old:dict, pos:np.ndarray, rk:
     h = np.flatnonzero(hit); deg[h] = _degrees(idx, sim, rows=hit)[h]
     return deg
 
+# %% ../nbs/07b_maintain.ipynb #87bba269
 def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution:float, seed:int, mode:str=None,
             deg:np.ndarray|None=None, # `_degrees(idx, sim)` when the caller has it
            )->np.ndarray:
@@ -742,7 +764,7 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))
 
-# %% ../nbs/07b_maintain.ipynb #38c64725
+# %% ../nbs/07b_maintain.ipynb #e07a1787
 def _copy_rows(dst:np.ndarray, where:np.ndarray, src:np.ndarray, idx:np.ndarray):
     "`dst[where] = src[idx]` (`where` bool, `idx` positions); one slice copy when both are a single run (a pass that only inserts)."
     w = np.flatnonzero(where)
@@ -776,6 +798,7 @@ def _fact_members(base:Tree, plan:_Plan, embedder, next_key:int):
     m = _Members(keys, C, tok, np.zeros(N, np.int64), E, rows, L)
     return m, tr, (plan.keys < 0) | plan.changed | (pos < 0), next_key
 
+# %% ../nbs/07b_maintain.ipynb #013ea965
 class _Rows:
     "A buffer of rows with room to grow: trees hold views `buf[:n]` of it; the rows past `used` (the longest view handed out) are free."
     def __init__(self, buf:np.ndarray, used:int): self.buf, self.used = buf, used
@@ -827,7 +850,7 @@ def _pool_of(base:Tree)->_Pool:
     if getattr(base, "_pool", None) is None: base._pool = _Pool()
     return base._pool
 
-# %% ../nbs/07b_maintain.ipynb #1fb905d8
+# %% ../nbs/07b_maintain.ipynb #faa8a70a
 @dataclass
 class _Grow:
     "What the levels of a pass decided, in row keys."
@@ -842,6 +865,7 @@ class _Grow:
         "member key -> parent key, `links` as one dict."
         return {k: p for ks, ps in self.links for k, p in zip(ks.tolist(), np.asarray(ps).tolist())}
 
+# %% ../nbs/07b_maintain.ipynb #e20572f7
 def _groups(comm:np.ndarray)->tuple:
     "Labels -> (distinct labels u, label index of each member, member order o, bounds b): group i is o[b[i]:b[i+1]]."
     from setree.store import _stable_argsort
@@ -850,6 +874,7 @@ def _groups(comm:np.ndarray)->tuple:
     inv = np.empty(len(comm), np.int64); inv[o] = np.cumsum(first) - 1
     return s[first], inv, o, np.r_[np.flatnonzero(first), len(s)]
 
+# %% ../nbs/07b_maintain.ipynb #f9f745ad
 def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, summary_tokens:int)->_Members:
     "The members of level l+1: one per group (its parent, or the member itself when alone), sorted by key."
     from setree.cluster import _unit
@@ -992,7 +1017,7 @@ def grow_levels(base:Tree, plan:_Plan, embedder, config, next_key:int):
         m = _next_members(m, grp, old_next, sums, l, config.summary_tokens); l += 1
     return facts, tr, fchg, st, next_key
 
-# %% ../nbs/07b_maintain.ipynb #98ca82e3
+# %% ../nbs/07b_maintain.ipynb #3101e524
 def _ancestors(tree:Tree, nodes)->set:
     "Every proper ancestor of the given node numbers."
     out, cur = set(), {int(v) for v in nodes}
@@ -1008,6 +1033,7 @@ def _extend_rows(E:np.ndarray, M:int)->np.ndarray:
         out = buf[:M]; out[len(E):] = 0; return out
     out = np.zeros((M, E.shape[1]), E.dtype); out[:len(E)] = E; return out
 
+# %% ../nbs/07b_maintain.ipynb #2f4a3525
 def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:str, config)->tuple[Tree, np.ndarray, np.ndarray]:
     """The new tree from the decided structure: kept nodes carry their committed summary. Returns (tree, needs, kept):
     needs[v] where a summary must be written, kept[v] where a committed summary is reused."""
@@ -1081,7 +1107,7 @@ def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
         out.append(_canonical_level(lv))
     return out, [d.get("redo") for d in lvls]
 
-# %% ../nbs/07b_maintain.ipynb #899ed811
+# %% ../nbs/07b_maintain.ipynb #d6b2bc7d
 def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
     "(M,) bool: the seeds and every ancestor of one."
     out = seeds.copy(); cur = np.flatnonzero(seeds)
@@ -1089,6 +1115,7 @@ def _seeds_up(tree:Tree, seeds:np.ndarray)->np.ndarray:
         p = tree.parent[cur]; p = np.unique(p[p >= 0]); cur = p[~out[p]]; out[cur] = True
     return out
 
+# %% ../nbs/07b_maintain.ipynb #4285b21f
 def update_fidelity(tree:Tree, base:Tree, ob:np.ndarray, dirty:np.ndarray, fresh:np.ndarray, sums:bool=True)->Tree:
     """S, n, loss, dloss and faithfulness of the new tree without a full pass: copied from the committed tree, recomputed on the
     `dirty` paths (S and n are sums over children: the fidelity recurrence is linear) and where the summary is `fresh`."""
@@ -1117,6 +1144,7 @@ def update_fidelity(tree:Tree, base:Tree, ob:np.ndarray, dirty:np.ndarray, fresh
     tree.leaf_sum, tree.count, tree.loss, tree.dloss, tree.faithfulness = S, n, loss, dloss, faith
     return tree
 
+# %% ../nbs/07b_maintain.ipynb #b39acde4
 def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->Tree:
     """`proj` (see `setree.fidelity.compute_projections`) from the committed one: a fact whose path to the root kept its nodes and
     depths keeps its row, except the column of an ancestor whose summary is `fresh`; in the other rows a cell is copied where the fact
@@ -1156,6 +1184,7 @@ def update_projections(tree:Tree, base:Tree, ob:np.ndarray, fresh:np.ndarray)->T
     tree.proj = proj
     return tree
 
+# %% ../nbs/07b_maintain.ipynb #fbbc3e81
 def update_line_tokens(tree:Tree, # the pass's new tree
                        base:Tree|None=None, # the committed tree; None: every node counted (`setree.cover.line_costs`)
                        ob:np.ndarray|None=None, # (M,) each node's number in `base` (-1: new)
@@ -1211,7 +1240,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
     tree._pool = _pool_of(base)   # (settled by `maintain` once the tree is committed)
     return tree, needs, dirty | needs | (ob < 0)
 
-# %% ../nbs/07b_maintain.ipynb #7a294793
+# %% ../nbs/07b_maintain.ipynb #9de8f453
 @patch
 def tree(self:KnowledgeBase)->Tree:
     "The last committed tree (cached; reloaded when a pass of any process committed since). Never waits for a running pass."
@@ -1223,6 +1252,7 @@ def tree(self:KnowledgeBase)->Tree:
         if self._cache is None or self._cache[0] <= t._generation: self._cache = (t._generation, t)
     return t
 
+# %% ../nbs/07b_maintain.ipynb #3f87268b
 @patch
 def retrieve(self:KnowledgeBase, prompt:str, # the prompt
              budget:int|None=None, # tokens; None: the config's default_budget
@@ -1234,6 +1264,7 @@ def retrieve(self:KnowledgeBase, prompt:str, # the prompt
     emb = self._embedder if self._embedder is not None and getattr(self._embedder, "identity", None) == t.embedder_id else None
     return retrieve(t, prompt, budget=budget, params=params, embedder=emb)
 
+# %% ../nbs/07b_maintain.ipynb #0791b8b5
 @patch
 def stats(self:KnowledgeBase)->dict:
     """`Store.stats()` plus pending (queued, not applied), queued_seq, applied_seq and last_pass (the last pass report, or None), all read in one

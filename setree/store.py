@@ -25,7 +25,7 @@ def _seconds(v, name:str)->float:
     if not (v >= 0 and v != float("inf")): raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v!r}")
     return float(v)
 
-# %% ../nbs/07_store.ipynb #f6a181cc
+# %% ../nbs/07_store.ipynb #490f209e
 class StoreError(Exception):
     "A setree store cannot be opened, read or written; the message says why."
 
@@ -38,6 +38,7 @@ class EmbedderMismatch(StoreError):
 class StoreBusy(StoreError):
     "Another connection held the write lock longer than the busy timeout; the operation can be retried."
 
+# %% ../nbs/07_store.ipynb #86afbc5a
 DAMAGED_NEXT = "next step: restore a copy of the store, or rebuild it with `setree build FACTS --db PATH --replace`"
 CORRUPT_NEXT = ("next step: restore a copy of the store, or move the file aside (with its -wal file, if there is one; keep them: they may "
                 "still hold facts) and build anew with `setree build FACTS --db PATH`")   # (SQLite cannot read the file: no replace can write to it)
@@ -53,7 +54,7 @@ class StoreDamaged(StoreError):
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
 
-# %% ../nbs/07_store.ipynb #a2ec7c7f
+# %% ../nbs/07_store.ipynb #eb283a8a
 SCHEMA_VERSION = 3      # bumped whenever the layout changes; a store with a larger number is refused (3: the depth-first order is not stored)
 FORMAT = "setree"       # value of meta.format: tells a setree store from any other SQLite file
 CHUNK_BYTES = 1 << 14   # whole-array blobs (`STORED_ARRAYS`) are cut into chunks of 16 KiB (four pages): a pass rewrites only the chunks that changed
@@ -61,6 +62,7 @@ WAL_PAGES = 16384       # a writer checkpoints the write-ahead log once it holds
 CACHE_KIB = 65536       # a writer's SQLite page cache, KiB (SQLite's default: 2,000; see `Store`)
 FACT_ARRAYS: dict = {}  # per-fact ragged arrays persisted with the tree: Tree attribute name -> numpy dtype (see `register_fact_array`)
 
+# %% ../nbs/07_store.ipynb #746c7146
 _SCHEMA = """
 CREATE TABLE meta   (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE facts  (k INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL, norm TEXT NOT NULL, meta TEXT NOT NULL,
@@ -85,6 +87,7 @@ STORED_ARRAYS = ("proj", "line_tokens")   # what the `arrays` table holds of the
 _ARRAY_FIELDS = ("emb", "leaf_sum", "count", "loss", "dloss", *DERIVED_FIELDS)
 _LEVEL_FIELDS = tuple(f.name for f in fields(ClusterLevel))
 
+# %% ../nbs/07_store.ipynb #4b42f1b5
 def register_fact_array(name:str, # the `Tree` attribute: None, or a list of N one-dimensional arrays (one per fact)
                         dtype="<i4", # numpy dtype of the elements (stored little-endian)
                        ):
@@ -93,7 +96,7 @@ def register_fact_array(name:str, # the `Tree` attribute: None, or a list of N o
 
 register_fact_array("terms", "<i4")   # the lexical (BM25) term ids of each fact, `Tree.terms` (see the cover chapter)
 
-# %% ../nbs/07_store.ipynb #49b61487
+# %% ../nbs/07_store.ipynb #1153b041
 def _le(a:np.ndarray, name:str)->np.ndarray:
     "`a` as a C-contiguous little-endian numeric array; `InvalidTree` for other dtypes."
     a = np.asarray(a)
@@ -107,6 +110,7 @@ def _array_rows(name:str, a:np.ndarray):
     if len(mv) == 0: yield name, 0, dt, shape, b""; return
     for k, off in enumerate(range(0, len(mv), CHUNK_BYTES)): yield name, k, dt, shape, mv[off:off + CHUNK_BYTES]
 
+# %% ../nbs/07_store.ipynb #ed3f0dda
 def _read_arrays(rows)->dict[str, np.ndarray]:
     "Rebuild arrays from (name, chunk, dtype, shape, data) rows ordered by name and chunk; native byte order, writable."
     out, parts = {}, {}
@@ -120,6 +124,7 @@ def _read_arrays(rows)->dict[str, np.ndarray]:
         out[name] = a
     return out
 
+# %% ../nbs/07_store.ipynb #c82031df
 def _stack(blobs:list, dtype, width:int)->np.ndarray:
     "Rows of equal-length blobs -> one writable (n, width) array (native byte order)."
     dt = np.dtype(dtype)
@@ -139,7 +144,7 @@ def _dumps(x, what:str)->str:
     try: return _ENC.encode(x)
     except (TypeError, ValueError) as e: raise InvalidTree(f"{what} cannot be stored as JSON: {e}") from None
 
-# %% ../nbs/07_store.ipynb #e8187698
+# %% ../nbs/07_store.ipynb #6e30c947
 def _flat_children(children:list)->np.ndarray:
     "All children lists end to end, int64; one `np.concatenate` when they are flat arrays (a 50,000-fact tree has 50,000 lists)."
     try:
@@ -148,6 +153,7 @@ def _flat_children(children:list)->np.ndarray:
     except (ValueError, TypeError): pass
     return np.concatenate([np.asarray(c, np.int64).ravel() for c in children])
 
+# %% ../nbs/07_store.ipynb #54b2f017
 def _check_tree(t:Tree,
                 nodes=None, # optional (M,) bool: the only nodes whose strings (text, summarizer) may be new; None: all
                 facts=None, # optional (N,) bool: the only facts that may be new objects; None: all
@@ -209,12 +215,13 @@ def _check_tree(t:Tree,
     try: check_tree(links, N, built=False)   # parents above children, root last, children == parent, no orphans (`setree.core.check_tree`)
     except (ValueError, TypeError, IndexError) as e: raise InvalidTree(f"broken tree structure: {e}") from None
 
-# %% ../nbs/07_store.ipynb #708353ac
+# %% ../nbs/07_store.ipynb #f90ad88b
 def norm_text(text:str # a fact text
              )->str: # NFC-normalized, invisible characters dropped, every run of whitespace replaced by one space, stripped
     "The form in which two fact texts count as the same fact: whitespace, invisible characters (a zero-width space, a byte-order mark; `setree.core.strip_dropped`) and Unicode-encoding differences (`é` as one code point or as `e` + accent) do not make a new fact."
     return " ".join(unicodedata.normalize("NFC", strip_dropped(text)).split())
 
+# %% ../nbs/07_store.ipynb #c7fe5b5f
 def _keys_of(t:Tree)->np.ndarray:
     "The persistent row keys of `t`'s nodes: the ones `load` or a maintenance pass attached, else the node numbers."
     k = getattr(t, "_keys", None)
@@ -227,6 +234,7 @@ def _fact_rows(t:Tree, K:np.ndarray, sel):
         yield (int(K[v]), f.id, f.text, norm_text(f.text), "{}" if not f.meta else _dumps(f.meta, f"meta of fact {f.id!r}"),
                None if tr is None else int(bool(tr[v])))
 
+# %% ../nbs/07_store.ipynb #d34ee582
 def _shared_leaf_sum(t:Tree)->np.ndarray:
     "(N,) bool: fact rows of `leaf_sum` that equal the fact's embedding exactly (not stored twice)."
     N = len(t.facts)
@@ -250,6 +258,7 @@ def _node_rows(t:Tree, K:np.ndarray, sel):
                emb[i].tobytes(), None if ls is None or shared[i] else ls[i].tobytes(),
                None if v < N and len(q) == 1 and q[0] == v else _le(K[q], "quotes").tobytes())
 
+# %% ../nbs/07_store.ipynb #df693fb0
 def _member_rows(t:Tree, K:np.ndarray, l:int, sel=None):
     "Rows of the `members` table for clustering level `l` (positions `sel` into its members, default all)."
     lv, N = t.levels[l], len(t.facts)
@@ -266,13 +275,14 @@ def _member_rows(t:Tree, K:np.ndarray, l:int, sel=None):
         yield (l, int(K[m]), int(K[par[i]]) if par[i] >= 0 else -1, int(lv.community[i]), None if shared else cen[i].tobytes(),
                _le(knk[i], "knn").tobytes(), sim[i].tobytes())
 
+# %% ../nbs/07_store.ipynb #071db322
 def _fact_array_rows(t:Tree, K:np.ndarray, sel):
     for name, dt in FACT_ARRAYS.items():
         arrs = getattr(t, name, None)
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #8983d886
+# %% ../nbs/07_store.ipynb #5f025c6a
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -281,6 +291,7 @@ def _busy(e:Exception)->bool: return isinstance(e, sqlite3.OperationalError) and
 
 def _read_only_fs(d:Path)->bool: return bool(os.statvfs(d).f_flag & os.ST_RDONLY)
 
+# %% ../nbs/07_store.ipynb #a73c0e99
 def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
     "A connection with a busy timeout; read-only on a read-only file system: immutable (see above). Raises `StoreError` where reading cannot work."
     def con(q):
@@ -297,6 +308,7 @@ def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
         raise StoreError(f"cannot read store {p}: it is on a read-only file system and its -wal file holds changes that SQLite can only apply where it can write; open it once on a writable copy")
     return con("?mode=ro&immutable=1")   # a read-only file system: nothing can change the file, no locks are needed
 
+# %% ../nbs/07_store.ipynb #d146de1b
 class Store:
     "One setree knowledge base in one SQLite file (WAL mode). Thread-safe: one connection, one lock."
     def __init__(self, path, # file of the knowledge base (str or Path); canonicalized, see `.path`
@@ -431,7 +443,7 @@ def check_embedder(self:Store, identity:str # the caller's embedder identity (`e
     stored = self.embedder_id()
     if stored and stored != identity: raise EmbedderMismatch(self.path, stored, identity)
 
-# %% ../nbs/07_store.ipynb #66575981
+# %% ../nbs/07_store.ipynb #76690146
 def _layout(t:Tree)->dict:
     return {"fields": [n for n in (*_ARRAY_FIELDS, "faithfulness") if getattr(t, n) is not None], "truncated": t.truncated is not None,
             "emb_dtype": _le(np.zeros(0, np.asarray(t.emb).dtype), "emb").dtype.str,
@@ -448,6 +460,7 @@ def _write_meta(con, t:Tree, K:np.ndarray, extra:dict|None=None):
           "schema_version": str(SCHEMA_VERSION), **(extra or {})}   # (a version-2 store's first write stores the arrays of this version)
     con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", kv.items())
 
+# %% ../nbs/07_store.ipynb #59f862b2
 def _chunk_sizes(nbytes:int)->list[int]: return [min(CHUNK_BYTES, nbytes - o) for o in range(0, nbytes, CHUNK_BYTES)] or [0]
 
 def _changed_chunks(old:np.ndarray, new:np.ndarray)->np.ndarray:
@@ -459,6 +472,7 @@ def _changed_chunks(old:np.ndarray, new:np.ndarray)->np.ndarray:
     tail = [k for k in range(full, n) if len(cut(a, k)) != len(cut(b, k)) or not np.array_equal(cut(a, k), cut(b, k))]
     return np.unique(np.r_[diff, tail, [0] if old.shape != new.shape else []].astype(np.int64))
 
+# %% ../nbs/07_store.ipynb #e6c43294
 def _stored_arrays(t:Tree)->dict: return {name: getattr(t, name) for name in STORED_ARRAYS}
 
 def _write_derived(con, t:Tree, base:Tree|None=None):
@@ -483,6 +497,7 @@ def _write_derived(con, t:Tree, base:Tree|None=None):
         con.executemany("INSERT OR REPLACE INTO arrays VALUES (?, ?, ?, ?, ?)", rows); out += len(rows)
     return out
 
+# %% ../nbs/07_store.ipynb #e2510841
 _INS = {"facts": "INSERT INTO facts VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(k) DO UPDATE SET id = excluded.id, text = excluded.text, "
                  "norm = excluded.norm, meta = excluded.meta, truncated = excluded.truncated",   # a repeated id still fails
         "nodes": "INSERT OR REPLACE INTO nodes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -521,7 +536,7 @@ def save(self:Store, tree:Tree, # the tree to store; replaces whatever the store
     self._txn(write, write=True)
     tree._keys = K
 
-# %% ../nbs/07_store.ipynb #96e67461
+# %% ../nbs/07_store.ipynb #e306b7ec
 def empty_tree(embedder_id:str="", # identity to record
                config:dict|None=None, # config to record
               )->Tree:
@@ -532,6 +547,7 @@ def empty_tree(embedder_id:str="", # identity to record
     t._keys = z()
     return t
 
+# %% ../nbs/07_store.ipynb #6c513192
 def _stable_argsort(k:np.ndarray # (n,) integer keys
                    )->np.ndarray: # (n,) int64: `np.argsort(k, kind="stable")`
     "The stable order of integer keys; as two 16-bit radix passes when they lie in [0, 2**32) (the same order, ~4x faster at 50,000 keys than NumPy's stable sort of int64)."
@@ -550,6 +566,7 @@ def _children_of(parent:np.ndarray)->list:
     for v, a, b in zip(*(x.tolist() for x in (np.flatnonzero(cnt), bounds[:-1][cnt > 0], bounds[1:][cnt > 0]))): out[v] = kids[a:b]
     return _ChildLists(out, kids, cnt)   # (the slices end to end are `kids`: kept for the checks and the depth-first order)
 
+# %% ../nbs/07_store.ipynb #d83c12a5
 def _quotes_from_rows(blobs:list, K:np.ndarray)->list:
     "Quote blobs (int64 keys; None: the node quotes itself, a fact) -> node numbers, one array per node."
     ar = np.arange(len(blobs), dtype=np.int64)
@@ -563,6 +580,7 @@ def _quotes_from_rows(blobs:list, K:np.ndarray)->list:
         for i, v in enumerate(own): out[v] = nums[o[i]:o[i + 1]]
     return out
 
+# %% ../nbs/07_store.ipynb #ebf50438
 def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, arrs:dict)->Tree:
     "Assemble a Tree from the rows read by `load` (see the layout table above)."
     layout = json.loads(meta["layout"])
@@ -601,6 +619,7 @@ def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, 
     t._keys = K
     return t
 
+# %% ../nbs/07_store.ipynb #a00e1d36
 def _levels_from_rows(mrows:list, K:np.ndarray, emb:np.ndarray, n_levels:int)->list:
     levels, by = [], {}
     for r in mrows: by.setdefault(r[0], []).append(r)
@@ -621,7 +640,7 @@ def _levels_from_rows(mrows:list, K:np.ndarray, emb:np.ndarray, n_levels:int)->l
                                    knn_sim=_stack([sims[j] for j in o.tolist()], "<f4", k) if rows else np.zeros((0, 0), np.float32)))
     return levels
 
-# %% ../nbs/07_store.ipynb #582a1c43
+# %% ../nbs/07_store.ipynb #2a55a359
 _SELECT_NODES = "SELECT k, level, parent, text, tokens, summarizer, faithfulness, count, loss, dloss, emb, leaf_sum, quotes FROM nodes ORDER BY level, k"
 
 def _read_tree(con, path)->Tree:
@@ -639,6 +658,7 @@ def _read_tree(con, path)->Tree:
     t._generation = int(meta.get("generation", "0"))
     return t
 
+# %% ../nbs/07_store.ipynb #b2b2a7c0
 def check_counts(path, meta:dict, n_facts:int, n_nodes:int):
     "Raise `StoreDamaged` when the fact and node rows are not as many as the last commit wrote (`meta`)."
     if "n_nodes" in meta and (n_facts != int(meta["n_facts"]) or n_nodes != int(meta["n_nodes"])):
@@ -648,6 +668,7 @@ def counts_in(con, path):
     "The cheap check of every change (two counts, no tree read): `StoreDamaged` when rows were deleted or added behind setree's back."
     check_counts(path, _meta(con), con.execute("SELECT count(*) FROM facts").fetchone()[0], con.execute("SELECT count(*) FROM nodes").fetchone()[0])
 
+# %% ../nbs/07_store.ipynb #b7c19d9e
 def _load_in(con, path)->Tree:
     "The stored tree, read in the open transaction: the one check of a store's contents (`load`, `stats`, every change). Raises `StoreDamaged`."
     try: return _read_tree(con, path)
@@ -658,6 +679,7 @@ def load(self:Store)->Tree:
     "The stored tree (equal to the one saved: arrays, texts, ids, metadata, levels, config); the empty tree for a never-saved store. Raises `StoreDamaged` when the rows do not make a tree."
     return self._txn(lambda con: _load_in(con, self.path), write=False)
 
+# %% ../nbs/07_store.ipynb #9fbdd90a
 @patch
 def count_facts(self:Store)->int:
     "The number of fact rows, counted without reading the tree (also on a damaged store: what a replacing build deletes)."
@@ -668,7 +690,7 @@ def generation(self:Store)->int:
     "A number that grows with every committed save or maintenance pass (cheap: one row of `meta`)."
     return self._txn(lambda con: int(_meta(con).get("generation", "0")), write=False)
 
-# %% ../nbs/07_store.ipynb #034b756c
+# %% ../nbs/07_store.ipynb #043c1d6c
 def _unpack_ragged(flat:np.ndarray, offs:np.ndarray)->list[np.ndarray]:
     o = offs.tolist()
     return [flat[a:b] for a, b in zip(o[:-1], o[1:])]
@@ -703,6 +725,7 @@ def _read_v1(con, meta:dict, path)->Tree:
     t._generation = 0
     return t
 
+# %% ../nbs/07_store.ipynb #ff039b89
 @patch
 def _upgrade(self:Store):
     "Rewrite a version-1 store in the version-2 layout, in one transaction (a failure leaves the version-1 store as it was)."
@@ -717,6 +740,7 @@ def _upgrade(self:Store):
         con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
     self._txn(up, write=True); self.version = SCHEMA_VERSION
 
+# %% ../nbs/07_store.ipynb #de3e95a1
 def _canonical_level(lv:ClusterLevel)->ClusterLevel:
     "The same level with its members in ascending node order (the order `load` gives back); neighbour positions remapped."
     mem = np.asarray(lv.members, np.int64); o = np.argsort(mem, kind="stable")
@@ -754,7 +778,7 @@ def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), 
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #f12a286d
+# %% ../nbs/07_store.ipynb #7c64f13b
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -769,12 +793,14 @@ def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "re
         return cur.lastrowid
     return self._txn(write, write=True)
 
+# %% ../nbs/07_store.ipynb #093413ec
 @patch
 def queue_state(self:Store)->dict:
     "pending (queued, not yet applied), queued_seq (last seq queued), applied_seq (last seq applied), last_pass (dict or None)."
     if self.version < 2: return dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None)
     return self._txn(_queue_in, write=False)
 
+# %% ../nbs/07_store.ipynb #a05874bd
 @patch
 def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an older snapshot (at most `timeout_s`)
               )->bool: # True when the log was emptied (False: a reader still used it; the next checkpoint or the last close empties it)
@@ -788,6 +814,7 @@ def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an 
         finally: self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
     return not busy
 
+# %% ../nbs/07_store.ipynb #b4344a44
 def _queue_in(con)->dict:
     "`queue_state` inside an open transaction."
     meta = _meta(con)
@@ -803,6 +830,7 @@ def queued(self:Store, after:int=0 # only entries with seq > after
     rows = self._txn(lambda con: con.execute("SELECT seq, op, payload FROM queue WHERE seq > ? ORDER BY seq", (after,)).fetchall(), write=False)
     return [(s, op, json.loads(p)) for s, op, p in rows]
 
+# %% ../nbs/07_store.ipynb #3b9765aa
 def _pass_changes(base:Tree, tree:Tree, dirty, dirty_facts, full:bool)->tuple:
     """(nodes, facts) for `_check_tree`: the nodes and facts a pass may have changed — the dirty ones and those with a new row key —
     when the pass says which (the others are the committed ones, checked when they were written); else (None, None)."""
@@ -816,6 +844,7 @@ def _inserts_only(report:dict # a pass report
     "A pass that only added facts (no rebuild, forget or update): its commit may skip the disk sync, and it leaves the log as it is."
     return not report.get("full_rebuild") and not report.get("forgotten") and not report.get("updated")
 
+# %% ../nbs/07_store.ipynb #69dda00d
 @patch
 def commit_pass(self:Store, base:Tree, # the committed tree the pass started from (as loaded: carries its row keys and generation)
                 tree:Tree, # the new tree; `tree._keys` are the row keys (kept nodes keep theirs)
@@ -849,13 +878,14 @@ def commit_pass(self:Store, base:Tree, # the committed tree the pass started fro
     tree._generation = getattr(base, "_generation", 0) + 1
     return out
 
+# %% ../nbs/07_store.ipynb #58fda55c
 @patch
 def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` set)
                ):
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #adc2a0b8
+# %% ../nbs/07_store.ipynb #aa04955d
 def _has_phrases(con)->bool: return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'phrases'").fetchone() is not None
 
 def _write_phrases(con, base:Tree, tree:Tree, gen:int):
@@ -873,6 +903,7 @@ def _write_phrases(con, base:Tree, tree:Tree, gen:int):
         con.executemany("DELETE FROM phrases WHERE k = ?", [(k,) for k, d in zip(ks, dfs) if d <= 0])
     con.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("phrases_gen", str(gen + 1)), ("phrases_n", str(ps.n))])
 
+# %% ../nbs/07_store.ipynb #322fe0f5
 @patch
 def phrase_stats(self:Store, generation:int # the generation of the tree the counts must describe (`tree._generation`)
                 )->tuple|None: # (facts counted, {phrase key: facts containing it}), or None when the store holds no current counts
@@ -884,7 +915,7 @@ def phrase_stats(self:Store, generation:int # the generation of the tree the cou
         return int(m["phrases_n"]), dict(con.execute("SELECT k, df FROM phrases"))
     return self._txn(read, write=False)
 
-# %% ../nbs/07_store.ipynb #5e058579
+# %% ../nbs/07_store.ipynb #4fb58a4d
 def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     """For each key of `Kn`: its position in `Ko` (the first one, if a key repeats), or -1.
     Row keys are small non-negative integers, so a lookup table over 0..max(Ko) answers in O(len(Ko) + len(Kn)) without sorting
@@ -892,6 +923,7 @@ def _align(Ko:np.ndarray, Kn:np.ndarray)->np.ndarray:
     Kn = np.asarray(Kn, np.int64)
     return _KeyIndex(Ko, Kn.size)(Kn)
 
+# %% ../nbs/07_store.ipynb #a3bcb90a
 class _KeyIndex:
     "`_align(Ko, ·)` for many look-ups in the same keys `Ko`: the lookup table (or the sort) is made once."
     def __init__(self, Ko:np.ndarray, lookups:int|None=None): # lookups: how many keys one call will look up, if known (a short table sorts instead)
@@ -923,6 +955,7 @@ def _missing(Ko:np.ndarray, Kn:np.ndarray, index:_KeyIndex|None=None # `_KeyInde
     Ko = np.asarray(Ko, np.int64)
     return np.unique(Ko[(index(Ko) if index is not None else _align(Kn, Ko)) < 0])
 
+# %% ../nbs/07_store.ipynb #bcbf7c4c
 def _parent_keys(t:Tree, K:np.ndarray)->np.ndarray:
     par = np.asarray(t.parent, np.int64)
     return np.where(par >= 0, K[np.maximum(par, 0)], -1) if len(par) else par
@@ -946,6 +979,7 @@ def _changed_nodes(old:Tree, Ko, new:Tree, Kn, dirty)->np.ndarray:
                  not np.array_equal(Ko[np.asarray(old.quotes[j], np.int64)], Kn[np.asarray(new.quotes[i], np.int64)]))
     return ch
 
+# %% ../nbs/07_store.ipynb #1db82307
 def _changed_facts(old:Tree, new:Tree, Kn, dirty_facts)->np.ndarray:
     N = len(new.facts); pos = _key_index(old)(Kn[:N]); pos[pos >= len(old.facts)] = -1; ch = pos < 0
     if dirty_facts is not None: return ch | dirty_facts
@@ -956,6 +990,7 @@ def _changed_facts(old:Tree, new:Tree, Kn, dirty_facts)->np.ndarray:
                     (old.truncated is None) != (new.truncated is None) or (new.truncated is not None and old.truncated[j] != new.truncated[i])
     return ch
 
+# %% ../nbs/07_store.ipynb #a8550836
 def _level_keys(t:Tree, K:np.ndarray, l:int)->np.ndarray: return K[np.asarray(t.levels[l].members, np.int64)]
 
 def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
@@ -977,6 +1012,7 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
     ch[f] |= (np.asarray(a.centroids)[p] != np.asarray(b.centroids)[f]).any(1)
     return ch
 
+# %% ../nbs/07_store.ipynb #948f561d
 def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_members=None)->dict:
     "Write only the rows in which `new` differs from the stored `old` (rows matched by key). Returns rows written per table."
     Ko, Kn = _keys_of(old), _keys_of(new)
