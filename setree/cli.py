@@ -12,9 +12,9 @@ from pathlib import Path
 __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS', 'UsageError',
            'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'store_errors', 'check_llm_flags',
            'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget',
-           'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable',
-           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code',
-           'main', 'one_line', 'lists_in_json']
+           'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats',
+           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
+           'interrupted_code', 'main', 'one_line', 'lists_in_json']
 
 # %% ../nbs/08_cli.ipynb #00393f9e
 class UsageError(Exception):
@@ -518,9 +518,27 @@ def cmd_serve(argv:list[str])->int:
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #df755a3e
-def _load_tree(path:str):
-    with _open_store(path) as st: return st.load(), str(st.path)   # damaged contents: `StoreError`, exit 1 like a change's
+# %% ../nbs/08_cli.ipynb #e3d4691b
+def _load_tree(path:str)->tuple: # (the tree, the store's path, its `queue_state`)
+    with _open_store(path) as st: q = st.queue_state(); return st.load(), str(st.path), q   # damaged contents: `StoreError`, exit 1 like a change's
+
+# %% ../nbs/08_cli.ipynb #fc1804d4
+def queued_note(state:dict, # a queue state: pending, applied_seq, queued_seq, last_pass (`Store.queue_state`, `KnowledgeBase.queue_state`)
+                way:str, # how the reader gets them applied, `{them}` standing for 'it' or 'them': "`setree maintain --db kb.db` applies {them}"
+               )->str|None: # None when nothing is queued
+    "The note of a read answered while changes wait: how many, that the answer is from the tree before them, the last pass's error if it failed, and `way`."
+    n = int(state.get("pending") or 0)
+    if n <= 0: return None
+    them, err = "them" if n != 1 else "it", (state.get("last_pass") or {}).get("error")
+    failed = "; the last pass failed: " + "; ".join(l for l in str(err).splitlines() if l.strip()) if err else ""
+    return (f"{n} change{'s are' if n != 1 else ' is'} queued and not applied yet, so this answer is from the tree before {them} "
+            f"(applied_seq {state.get('applied_seq')}, queued_seq {state.get('queued_seq')}){failed}; " + way.format(them=them))
+
+def _queued(args, state:dict)->dict:
+    "`pending` and `pending_note` of a read's JSON; the note is also printed on stderr."
+    note = queued_note(state, f"`setree maintain --db {args.db}` applies {{them}}")
+    if note: print(f"setree: note: {note}", file=sys.stderr)
+    return {"pending": int(state.get("pending") or 0), "pending_note": note}
 
 # %% ../nbs/08_cli.ipynb #c9a5f5ae
 def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in tokens)
@@ -559,17 +577,17 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #5b7203b0
+# %% ../nbs/08_cli.ipynb #58890539
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
     own `status`; the exit code is 3 when the budget is too small for any of them (it is one budget for all), else 0."""
     prompts, t0 = _prompts(args), time.perf_counter()
-    tree, _ = _load_tree(args.db)
+    tree, _, state = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
     emb = _warm_retrieval(tree, params)
-    startup = {"startup_ms": 1000 * (time.perf_counter() - t0)}   # once: in the first answer's JSON
-    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, startup if i == 0 else {}) for i, prompt in enumerate(prompts))
+    startup, queued = {"startup_ms": 1000 * (time.perf_counter() - t0)}, _queued(args, state)   # start-up once: in the first answer's JSON
+    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, {**queued, **(startup if i == 0 else {})}) for i, prompt in enumerate(prompts))
 
 # %% ../nbs/08_cli.ipynb #ce243ff2
 def _prompts(args)->list[str]:
@@ -590,9 +608,9 @@ def _warm_retrieval(tree, params)->object|None: # the tree's loaded query embedd
     except (ValueError, TypeError): pass   # whatever is refused here is refused again, in the command's words, for the first prompt
     return emb
 
-# %% ../nbs/08_cli.ipynb #3b4e0fdb
+# %% ../nbs/08_cli.ipynb #7048cc29
 def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None, # the loaded query embedder (None: the tree's own)
-                  extra:dict|None=None, # more fields of the JSON answer (`startup_ms` in the first)
+                  extra:dict|None=None, # more fields of the JSON answer (`pending`, `pending_note`; `startup_ms` in the first)
                  )->int:
     "Print the answer to one prompt; its exit code: 3 when `budget` is below the cheapest cover, else 0."
     from setree.cover import cover_data, retrieve
@@ -603,11 +621,12 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #0d411d74
+# %% ../nbs/08_cli.ipynb #bc7de983
 def cmd_stats(args)->int:
-    "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size."
-    with _open_store(args.db) as st: s = {**st.stats(), **st.queue_state()}   # with the queue: pending, queued_seq, applied_seq, last_pass
-    _out(args, readable(s), s)
+    "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size, the queue (and a note on stderr when changes wait)."
+    with _open_store(args.db) as st: s = st.stats(queue=True)   # with the queue, in the same transaction: pending, queued_seq, applied_seq, last_pass
+    note = _queued(args, s)["pending_note"]
+    _out(args, readable(s), {**s, "pending_note": note})
     return 0
 
 # %% ../nbs/08_cli.ipynb #2d3e6a99
@@ -662,11 +681,12 @@ def _node_dict(tree, v):
                  children=[_node_dict(tree, int(c)) for c in tree.children[v]])
     return d
 
-# %% ../nbs/08_cli.ipynb #6c45b2b1
+# %% ../nbs/08_cli.ipynb #7fbe0314
 def cmd_inspect(args)->int:
     "setree inspect --db PATH [--depth N | --json]: the tree as an outline or nested JSON."
     if args.json and args.depth is not None: raise UsageError("--depth shapes the outline and --json gives the whole tree: use one of them")
-    tree, _ = _load_tree(args.db)
+    tree, _, state = _load_tree(args.db)
+    _queued(args, state)   # (the note on stderr: the JSON is the tree itself)
     if args.json: print(json.dumps(_node_dict(tree, tree.root) if tree.n_nodes else {}, ensure_ascii=False, indent=1))
     else: print(outline(tree, args.depth))
     return 0

@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type', 'fact_items',
-           'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time',
-           'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
-           'open_app', 'cmd_serve', 'main']
+__all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type',
+           'fact_items', 'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text',
+           'iso_time', 'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio',
+           'embedder_spec', 'open_app', 'cmd_serve', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -43,14 +43,14 @@ _FACT = {"anyOf": [
 def _schema(props:dict, required=()):
     return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
 
-# %% ../nbs/08b_server.ipynb #4afd9d6d
+# %% ../nbs/08b_server.ipynb #e2de27b0
 TOOLS = {   # name: (description, JSON schema of the arguments); `tools/list` lists them in this order
  "retrieve": ("Recall what this memory knows that is relevant to a prompt. Returns a context of at most `budget` tokens: the most "
               "relevant stored facts verbatim, and short summaries standing in for groups of related facts that do not fit one by one. "
               "Each line is marked `[f1]`, `[f2]`, … for a fact and `[s1]`, … for a summary, numbered within this context; after the context a "
               "line `fact ids: f1=<id>, …` (not counted in `budget`: about 14 tokens per fact shown) gives the stored id of every fact shown, which is what `update` and `forget` take. "
               "Call it before answering anything that may depend on what the user said earlier. Read-only and fast; it answers from the "
-              "last applied state and never waits for queued changes. `status` is `ok`, `empty` (nothing stored yet) or "
+              "last applied state and never waits for queued changes: when some wait, `pending` counts them and a note after the context (`pending_note`) says so. `status` is `ok`, `empty` (nothing stored yet) or "
               "`budget_too_small` (then `min_budget` is the smallest budget that returns something).",
               _schema({"prompt": {"type": "string", "description": "what you need to know, in natural language (e.g. the user's question)"},
                        "budget": {"type": "integer", "minimum": 1, "description": "the most tokens the context may take; omit it for the "
@@ -86,13 +86,13 @@ TOOLS.update({
                    ["facts"])),
 })
 
-# %% ../nbs/08b_server.ipynb #0a64cee9
+# %% ../nbs/08b_server.ipynb #a8e8fedf
 TOOLS.update({
  "maintain": ("Apply every queued change now instead of after the quiet period, and wait for that pass (at most `wait_seconds`). "
               "Rarely needed: changes are applied automatically. Returns the pass report and `applied_seq`.",
               _schema({"wait_seconds": {"type": "number", "minimum": 0, "maximum": 600, "default": 60,
                                         "description": "how long to wait for the pass; 0 returns at once"}})),
- "stats": ("What the memory holds and whether your changes are visible yet: facts, nodes and levels, `pending` changes, `queued_seq` "
+ "stats": ("What the memory holds and whether your changes are visible yet: facts, nodes and levels, `pending` changes (and `pending_note`, a sentence when some wait), `queued_seq` "
            "and `applied_seq` (a change acknowledged with `seq` is visible once `applied_seq` >= `seq`), the last pass (when, what "
            "changed, summarizer calls and fallbacks, error), the store's integrity, and the writer: `pass_running`, `running_since` (UTC ISO time, "
            "like the pass's `started_at`), `consecutive_failures`, `last_error` and `last_error_at` (the last failure, kept after later "
@@ -423,21 +423,24 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #55870b58
+# %% ../nbs/08b_server.ipynb #ded2e24c
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
     return mt.CallToolResult(content=[_text(text)], structured_content=data, is_error=error)
 
-def _retrieve_text(c, pending:int=0)->str:
-    "The tool's text: the rendered context, then the stored id of every fact it shows (markers are numbered per context)."
-    if c.status == "empty":
-        if pending: return f"(nothing is applied yet: {pending} queued change(s) become visible after the next pass; see `stats`)"
-        from setree.cli import EMPTY_KB
-        return EMPTY_KB
-    if c.status == "budget_too_small": return f"(budget {c.budget} is too small: the smallest budget that returns something is {c.min_budget})"
-    ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
-    return c.render() + (f"\n\nfact ids: {ids}" if ids else "")
+def _retrieve_text(c, note:str|None=None # `queued_note` of the changes waiting in the queue, or None
+                  )->str:
+    "The tool's text: the rendered context, then the stored id of every fact it shows (markers are numbered per context), then the note on waiting changes."
+    from setree.cli import EMPTY_KB
+    if c.status == "empty": text = EMPTY_KB
+    elif c.status == "budget_too_small": text = f"(budget {c.budget} is too small: the smallest budget that returns something is {c.min_budget})"
+    else:
+        ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
+        text = c.render() + (f"\n\nfact ids: {ids}" if ids else "")
+    return text + (f"\n\nnote: {note}" if note else "")
+
+SERVER_WAY = "the server's background pass applies {them} (the `maintain` tool applies {them} now and waits for it)"   # `queued_note`'s way here
 
 # %% ../nbs/08b_server.ipynb #7e3ff8f2
 class MemoryServer:
@@ -497,16 +500,19 @@ def iso_time(t:float|None # seconds since the epoch, or None
     from datetime import datetime, timezone
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
-# %% ../nbs/08b_server.ipynb #3949ec2e
+# %% ../nbs/08b_server.ipynb #27fe4b44
 @patch
 def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
-    c = self.kb.retrieve(prompt, budget)
-    return _result(_retrieve_text(c, self.writer._pending() if c.status == "empty" else 0), cover_data(c, all_fact_ids))
+    from setree.cli import queued_note
+    q = self._queue.queue_state()   # first: see above
+    c, note = self.kb.retrieve(prompt, budget), queued_note(q, SERVER_WAY)
+    return _result(_retrieve_text(c, note), {**cover_data(c, all_fact_ids), "pending": q["pending"], "pending_note": note})
 
 @patch
 def tool_stats(self:MemoryServer):
-    w = self.writer
-    s = {**self.kb.stats(), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
+    from setree.cli import queued_note
+    w, st = self.writer, self.kb.stats()
+    s = {**st, "pending_note": queued_note(st, SERVER_WAY), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
                                        "passes": w.passes, "consecutive_failures": w.failures, "last_error": w.last_error,
                                        "last_error_at": iso_time(w.last_error_at),
                                        "quiet_ms": round(1000 * w.quiet_s), "passes_in": "process" if self.worker else "thread",

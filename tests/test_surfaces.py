@@ -1,0 +1,80 @@
+"""One behaviour, three surfaces: the library (`KnowledgeBase`), the command line (`setree`, in this process) and the MCP
+server (`MemoryServer.call`, in this process, and one check through the stdio child) agree on what a user sees for the same
+situation: changes that wait in the queue, a `--json` error, an update that changes nothing, the same bad input."""
+import json
+import pytest
+from conftest import run_setree as run
+
+FACTS = ["the user sails on weekends", "the user keeps bees", "the user reads sci-fi"]
+
+@pytest.fixture
+def store(tmp_path, hashing):
+    "A built, applied store of FACTS (hashing embedder) and its path."
+    from setree.maintain import KnowledgeBase
+    db = tmp_path / "kb.db"
+    with KnowledgeBase(db, embedder=hashing) as kb: kb.build(FACTS); assert not kb.maintain()["error"]
+    return db
+
+def server(db, hashing):
+    "A started in-process MCP server on `db` whose writer never passes on its own (quiet window and poll: 10 minutes)."
+    pytest.importorskip("mcp")
+    from setree.maintain import KnowledgeBase
+    from setree.server import MemoryServer
+    return MemoryServer(KnowledgeBase(db, embedder=hashing), quiet_s=600, poll_s=600).start()
+
+# -- changes waiting in the queue --------------------------------------------------------------------------------------------
+
+def test_queued_changes_are_named_by_every_reader(store, hashing):
+    from setree.maintain import KnowledgeBase
+    p = run("insert", "-", "--db", store, "--defer", input="the user plans a trip to Kyoto\n")
+    assert p.returncode == 0 and "queued; not applied yet" in p.stdout, p.stdout
+    with KnowledgeBase(store, embedder=hashing) as kb:                     # the library: the count, and the old tree's answer
+        q = kb.queue_state()
+        assert (q["pending"], q["queued_seq"] - q["applied_seq"]) == (1, 1)
+        assert "Kyoto" not in kb.retrieve("Kyoto trip", budget=10**6).render()
+    r = run("retrieve", "Kyoto trip", "--db", store, "--budget", 10**6, "--json")
+    cli = json.loads(r.stdout)
+    assert r.returncode == 0 and cli["pending"] == 1 and "Kyoto" not in cli["rendered"]
+    assert r.stderr == f"setree: note: {cli['pending_note']}\n" and f"`setree maintain --db {store}` applies it" in cli["pending_note"]
+    s = json.loads(run("stats", "--db", store, "--json").stdout)
+    assert (s["pending"], s["pending_note"]) == (1, cli["pending_note"])
+    app = server(store, hashing)
+    try:
+        res = app.call("retrieve", {"prompt": "Kyoto trip", "budget": 10**6})
+        mcp_stats = app.call("stats", {}).structured_content
+        head = cli["pending_note"].split("; `setree maintain")[0]          # the same sentence; only the way to apply differs
+        assert res.structured_content["pending"] == 1 and res.structured_content["pending_note"].startswith(head + "; the server's background pass")
+        assert res.content[0].text.endswith("note: " + res.structured_content["pending_note"]) and mcp_stats["pending_note"] == res.structured_content["pending_note"]
+        assert not app.call("maintain", {"wait_seconds": 60}).is_error
+        res = app.call("retrieve", {"prompt": "Kyoto trip", "budget": 10**6})
+        assert (res.structured_content["pending"], res.structured_content["pending_note"]) == (0, None) and "Kyoto" in res.content[0].text
+    finally: app.close()
+    r = run("retrieve", "Kyoto trip", "--db", store, "--budget", 10**6, "--json")
+    assert (json.loads(r.stdout)["pending_note"], r.stderr) == (None, "")
+
+def test_a_failed_pass_is_named_in_the_note(store, hashing, monkeypatch):
+    from setree.maintain import KnowledgeBase
+    assert run("forget", _id(store, FACTS[0]), "--db", store, "--defer").returncode == 0
+    monkeypatch.setattr(KnowledgeBase, "_run_pass", lambda *a: (_ for _ in ()).throw(RuntimeError("summarizer endpoint down")))
+    p = run("maintain", "--db", store)
+    assert p.returncode == 1 and "nothing was lost" in p.stderr, p.stderr
+    monkeypatch.undo()
+    p = run("stats", "--db", store)
+    assert "the last pass failed: RuntimeError: summarizer endpoint down; `setree maintain" in p.stderr and "pending: 1" in p.stdout, (p.stdout, p.stderr)
+
+def _id(db, text):
+    from setree.store import Store
+    with Store(db, readonly=True) as st: return next(f.id for f in st.load().facts if f.text == text)
+
+def test_the_stdio_server_says_so_too(store, tmp_path):
+    "Through the real child process: the insert is acknowledged, and a retrieve before its pass carries the note."
+    pytest.importorskip("mcp")
+    import anyio
+    from test_server import session
+    async def go():
+        async with session(store, quiet_ms=60000) as s:
+            await s.call_tool("insert", {"facts": "the user plans a trip to Kyoto"})
+            res = await s.call_tool("retrieve", {"prompt": "Kyoto", "budget": 200})
+            return res.structured_content, res.content[0].text
+    data, text = anyio.run(go)
+    assert data["pending"] == 1 and data["pending_note"].startswith("1 change is queued and not applied yet") and text.endswith(data["pending_note"])
