@@ -14,11 +14,12 @@ __all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP'
            'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget',
            'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats',
            'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
-           'interrupted_code', 'main', 'one_line', 'lists_in_json']
+           'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json']
 
-# %% ../nbs/08_cli.ipynb #00393f9e
+# %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
-    "Bad input from the command line: reported as one line on stderr with exit code 2."
+    "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
+    def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
 # %% ../nbs/08_cli.ipynb #482963bd
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
@@ -173,14 +174,14 @@ def _positive_int(s:str)->int:
 def _out(args, human:str, data:dict):
     print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
 
-# %% ../nbs/08_cli.ipynb #d74691e8
+# %% ../nbs/08_cli.ipynb #ff4024ab
 @contextlib.contextmanager
 def store_errors():
-    "Within: a `StoreError` becomes a `UsageError` (exit 2), except `StoreDamaged` (a damaged file, SQLite's \"malformed\"), which stays itself (exit 1)."
-    from setree.store import StoreDamaged, StoreError
+    "Within: a `StoreError` becomes a `UsageError` (exit 2; kind `busy` for a lock held past the timeout), except `StoreDamaged` (a damaged file, SQLite's \"malformed\"), which stays itself (exit 1)."
+    from setree.store import StoreBusy, StoreDamaged, StoreError
     try: yield
     except StoreDamaged: raise
-    except StoreError as e: raise UsageError(str(e)) from None
+    except StoreError as e: raise UsageError(str(e), "busy" if isinstance(e, StoreBusy) else "usage") from None
 
 # %% ../nbs/08_cli.ipynb #c67a1b5f
 def _open_store(path:str, create:bool=False):
@@ -238,12 +239,12 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #c22490f4
+# %% ../nbs/08_cli.ipynb #84728cec
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
-    "A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`."
-    def __init__(self, msg:str, reason:str): super().__init__(msg); self.reason = reason
+    "A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`, `ack` the queued change's (None for `maintain`)."
+    def __init__(self, msg:str, reason:str, ack=None): super().__init__(msg); self.reason, self.ack = reason, ack
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
     "Run the maintenance pass unless --defer (None); `BUSY` when another pass holds the store; a failed pass raises `PassFailed` (its change stays queued)."
@@ -251,7 +252,7 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     from setree.store import StoreBusy
     try: rep = kb.maintain()
     except StoreBusy: return BUSY
-    if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"])
+    if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"], ack)
     return rep
 
 # %% ../nbs/08_cli.ipynb #d8c49f74
@@ -387,7 +388,7 @@ def _marker_hint()->str:
     "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
     return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
-# %% ../nbs/08_cli.ipynb #1bed3596
+# %% ../nbs/08_cli.ipynb #f8cfef94
 def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
                 )->int:
     """Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened.
@@ -400,6 +401,7 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     elif gone is None: msg = f"the {what} stays queued (seq {ack.seq}): the next pass applies it"
     else: msg = f"the {what} had already been applied (seq {ack.seq})"
     print(f"setree: interrupted; {msg}", file=sys.stderr)
+    if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), "ack": ack.to_dict()})
     return interrupted_code()
 
 # %% ../nbs/08_cli.ipynb #c5a8ff2e
@@ -778,18 +780,27 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #496ff279
+# %% ../nbs/08_cli.ipynb #b9ee64b3
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
     "The `setree` command line: one subparser per command, built by the `_*_parser` functions below in the order `--help` lists them."
-    p = argparse.ArgumentParser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
+    p = _Parser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
     from setree import __version__
     p.add_argument("--version", action="version", version=f"setree {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_build_parser, _retrieve_parser, _change_parsers, _read_parsers, _data_parsers): add(sub)
     sub.add_parser("serve", help="the MCP server (stdio) on one store (`setree serve --help` for its options)", add_help=False)
     return p
+
+# %% ../nbs/08_cli.ipynb #8041d0a1
+_JSON_ERRORS = [False]   # the command line holds --json (before any `--`): an error is also a JSON object on stdout (`_main` sets it)
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message:str):
+        "argparse's usage and one line on stderr, exit 2; with `--json` first the JSON object of the error on stdout."
+        if _JSON_ERRORS[0]: _print_json(error_data(UsageError(message), 2))
+        super().error(message)
 
 # %% ../nbs/08_cli.ipynb #5228e5bc
 def _common(sp, config:bool=True):
@@ -927,23 +938,47 @@ def _parse(argv:list)->argparse.Namespace:
         p.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 
-# %% ../nbs/08_cli.ipynb #8c40b99c
+# %% ../nbs/08_cli.ipynb #d9159243
 def _main(argv):
     for stream in (sys.stdout, sys.stderr):  # facts may be any Unicode: never fail on a C locale
         if hasattr(stream, "reconfigure"): stream.reconfigure(encoding="utf-8", errors="backslashreplace")
     own, argv = argv is None, sys.argv[1:] if argv is None else list(argv)   # own: this process is the command
+    _JSON_ERRORS[0] = argv[:1] != ["serve"] and "--json" in (argv[:argv.index("--")] if "--" in argv else argv)
     try:
         if argv[:1] == ["serve"]: return cmd_serve(argv[1:])   # its options belong to setree.server (imported only here)
         args = _parse(argv)
         if own and args.command in CLUSTERING: _igraph_without_matplotlib()
         return COMMANDS[args.command](args)
-    except UsageError as e: print(f"setree: error: {one_line(e)}", file=sys.stderr); return 2
-    except KeyboardInterrupt:   # `setree serve` says so in its own name, even while it is still starting
-        print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr); return interrupted_code()
+    except UsageError as e: return _failed(e, 2, one_line(e))
+    except KeyboardInterrupt as e:   # `setree serve` says so in its own name, even while it is still starting
+        print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr)
+        if _JSON_ERRORS[0]: _print_json(error_data(e, interrupted_code(), "interrupted"))
+        return interrupted_code()
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
-        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' or isinstance(e, PassFailed) else type(e).__name__ + ': '}{one_line(e)}", file=sys.stderr); return 1
+        return _failed(e, 1, f"{'' if type(e).__module__ == 'setree.store' or isinstance(e, PassFailed) else type(e).__name__ + ': '}{one_line(e)}")
+
+# %% ../nbs/08_cli.ipynb #37ba344e
+_KINDS = {"PassFailed": "pass_failed", "StoreDamaged": "damaged", "StoreBusy": "busy", "StoreError": "store", "KeyboardInterrupt": "interrupted"}
+
+def error_data(e:BaseException, # the error that ended the command
+               code:int, # its exit code
+               msg:str|None=None, # the message of its line on stderr (default: `one_line(e)`)
+              )->dict: # {error, kind, retryable, exit_code} (and `ack` when a pass failed after its change was queued)
+    "The JSON object of a failed command run with `--json`."
+    kind = getattr(e, "kind", None) or next((_KINDS[c.__name__] for c in type(e).__mro__ if c.__name__ in _KINDS), "internal")
+    d = {"error": one_line(e) if msg is None else msg, "kind": kind, "retryable": kind in ("busy", "pass_failed"), "exit_code": code}
+    if getattr(e, "ack", None) is not None: d["ack"] = e.ack.to_dict()
+    return d
+
+def _print_json(d:dict): print(json.dumps(d, ensure_ascii=False, indent=2), flush=True)
+
+def _failed(e:Exception, code:int, msg:str)->int:
+    "One line `setree: error: MSG` on stderr, with --json the JSON object on stdout too; the exit code."
+    print(f"setree: error: {msg}", file=sys.stderr)
+    if _JSON_ERRORS[0]: _print_json(error_data(e, code, msg))
+    return code
 
 # %% ../nbs/08_cli.ipynb #8e08df0e
 def one_line(e:Exception # any error

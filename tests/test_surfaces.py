@@ -78,3 +78,21 @@ def test_the_stdio_server_says_so_too(store, tmp_path):
             return res.structured_content, res.content[0].text
     data, text = anyio.run(go)
     assert data["pending"] == 1 and data["pending_note"].startswith("1 change is queued and not applied yet") and text.endswith(data["pending_note"])
+
+# -- --json errors ---------------------------------------------------------------------------------------------------------
+
+def test_json_errors_in_a_fresh_process(store, tmp_path):
+    "The console script with --json: stdout is one JSON object for the error, stderr its one line, the exit code unchanged."
+    from conftest import damage_an_index_page
+    p = run("update", "no-such-id", "new text", "--db", store, "--json", fresh=True)
+    j = json.loads(p.stdout)
+    assert (p.returncode, j["kind"], j["exit_code"], j["retryable"]) == (2, "usage", 2, False) and p.stderr == f"setree: error: {j['error']}\n"
+    assert j["error"] == 'unknown fact id(s): ["no-such-id"]', j
+    p = run("retrieve", "x", "--db", store, "--budget", "lots", "--json", fresh=True)          # argparse's own refusal
+    j = json.loads(p.stdout)
+    assert (p.returncode, j["kind"]) == (2, "usage") and p.stderr.startswith("usage: setree retrieve") and j["error"] in p.stderr, p.stderr
+    bad = tmp_path / "bad.db"; bad.write_bytes(store.read_bytes()); damage_an_index_page(bad)
+    for argv in (["stats"], ["retrieve", "x"], ["insert", "-"]):
+        p = run(*argv, "--db", bad, "--json", input="a new fact\n", fresh=argv[0] == "stats")
+        j = json.loads(p.stdout)
+        assert (p.returncode, j["kind"], j["exit_code"]) == (1, "damaged", 1) and p.stderr == f"setree: error: {j['error']}\n", (argv, p.stdout, p.stderr)
