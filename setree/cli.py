@@ -9,11 +9,11 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS', 'UsageError',
-           'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'store_errors', 'check_llm_flags',
-           'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget',
-           'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats',
-           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
+__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS',
+           'UsageError', 'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'store_errors',
+           'check_llm_flags', 'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert',
+           'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
+           'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
            'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
@@ -170,9 +170,11 @@ def _positive_int(s:str)->int:
     if v is None or v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #e177e1f1
-def _out(args, human:str, data:dict):
-    print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
+# %% ../nbs/08_cli.ipynb #3a0441e3
+def _out(args, human:str|None, # None: nothing for a person (what there is to say was said)
+         data:dict):
+    if getattr(args, "json", False): print(json.dumps(data, ensure_ascii=False, indent=2))
+    elif human is not None: print(human)
 
 # %% ../nbs/08_cli.ipynb #ff4024ab
 @contextlib.contextmanager
@@ -239,15 +241,18 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #84728cec
+# %% ../nbs/08_cli.ipynb #df7dc6b7
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
     "A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`, `ack` the queued change's (None for `maintain`)."
     def __init__(self, msg:str, reason:str, ack=None): super().__init__(msg); self.reason, self.ack = reason, ack
 
+UNCHANGED = "unchanged"   # `_pass` for an update to the fact's own text: nothing was queued, so no pass runs
+
 def _pass(kb, args, what:str, ack)->dict|str|None:
-    "Run the maintenance pass unless --defer (None); `BUSY` when another pass holds the store; a failed pass raises `PassFailed` (its change stays queued)."
+    "Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store; a failed pass raises `PassFailed` (its change stays queued)."
+    if ack.op == "update" and ack.already_stored: return UNCHANGED
     if getattr(args, "defer", False): return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
@@ -369,16 +374,17 @@ def _ack_now(args, text:str):
     "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
     if not getattr(args, "json", False): print(text, flush=True)
 
-# %% ../nbs/08_cli.ipynb #2d25c2f6
+# %% ../nbs/08_cli.ipynb #e29e4eb3
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
-    "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored."
+    "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored, or (update) that the fact already has the text."
     ids = list(dict.fromkeys(ack.ids))
     new = [i for i in ids if i not in set(ack.already_stored)]
-    lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
+    if new or what not in ("insert", "update"): lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"]
+    else: lines = ["insert: nothing new"] if what == "insert" else [f"update: nothing to change: fact {ids[0]} already has this text (nothing was queued)"]
     if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + repeated_note(repeated_ids(ack.ids), ack.merged))
-    if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
+    if ack.already_stored and what == "insert": lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     if ack.merged and len(ack.ids) == len(ids):   # an id the caller gave, dropped: its text is stored under another (a repeat names it in its note above)
         lines.append(f"note: a given id's text is stored under another id{merged_note(ack.merged)}")
     return "\n".join(lines)
@@ -440,7 +446,7 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
     except KeyboardInterrupt: return ack, None, _interrupted(kb, what, ack, created=new)
     except PassFailed as e: _failed_new(kb, new, what, ack, e)
 
-# %% ../nbs/08_cli.ipynb #f6950527
+# %% ../nbs/08_cli.ipynb #c4501bc3
 def _mutate(args, what:str, fn)->int:
     new = not Path(args.db).exists()
     def queue(kb):
@@ -450,6 +456,7 @@ def _mutate(args, what:str, fn)->int:
         return ack
     with _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
     if stopped is not None: return stopped
+    if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": {}, "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     _out(args, _pass_line(rep, ack, args.db), {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy})
     return 0

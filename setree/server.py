@@ -61,7 +61,7 @@ TOOLS = {   # name: (description, JSON schema of the arguments); `tools/list` li
                       ["prompt"])),
 }
 
-# %% ../nbs/08b_server.ipynb #89a381c6
+# %% ../nbs/08b_server.ipynb #88c55b4d
 TOOLS.update({
  "insert": ("Remember new facts. A fact is one short, self-contained statement, e.g. \"the user's cat is named Miso\". Give one text, "
             "or a list of texts or of objects {text, id?, meta?}. Returns at once with the fact ids and a sequence number `seq`: the facts "
@@ -76,7 +76,8 @@ TOOLS.update({
             _schema({"ids": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
                              "description": "one fact id, or a list of them"}}, ["ids"])),
  "update": ("Replace the text of one stored fact, keeping its id: use it when something changed (the user moved, changed jobs). "
-            "Summaries that spoke of the old text are redone in the next pass.",
+            "Summaries that spoke of the old text are redone in the next pass. The fact's current text again (whitespace aside) changes nothing: "
+            "the answer says so and `queued` is false.",
             _schema({"id": {"type": "string", "description": "the id of the stored fact"},
                      "text": {"type": "string", "description": "the fact's new text"}}, ["id", "text"])),
  "build": ("Replace the whole knowledge base by these facts (a fresh build, applied by the background pass). Refused when the "
@@ -469,29 +470,33 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #b39abfe5
+# %% ../nbs/08b_server.ipynb #7934f37e
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
-             earlier_pending:bool=True, # an insert of stored texts only: whether a change queued before it is still unapplied
+             earlier_pending:bool=True, # an insert of stored texts only, or an update to the fact's own text: whether a change queued before it is still unapplied
             )->str: # the command line's lines for the change (`setree.cli`), then when it becomes visible
     "What a queued change did, for a person, as `setree insert`/`forget`/`update`/`build` say it, then when it is visible."
     from setree.cli import _ack_lines
     head = _ack_lines(ack.op, ack) if ack.ids else f"{ack.op} (seq {ack.seq})"
     if replaced: head += f"\ndeletes the {replaced} facts stored now"
-    if ack.op == "insert" and not set(ack.ids) - set(ack.already_stored):
+    if _nothing_new(ack):
         if not earlier_pending: return head + "\nnothing to wait for: every text is stored and visible already."
         return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {ack.seq}."
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally within a second)."
 
-# %% ../nbs/08b_server.ipynb #0d1ffc09
+def _nothing_new(ack)->bool:
+    "An insert whose every text was stored already, or an update to the fact's own text: nothing for a pass to do."
+    return ack.op in ("insert", "update") and not set(ack.ids) - set(ack.already_stored)
+
+# %% ../nbs/08b_server.ipynb #137cdee3
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
     from setree.cli import repeated_ids
-    self.writer.changed()
-    nothing_new = ack.op == "insert" and not set(ack.ids) - set(ack.already_stored)
-    earlier = nothing_new and self._queue.queue_state()["applied_seq"] < ack.seq - 1   # every change before this one applied: its texts are visible
-    d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": True, **({"replaces_facts": replaced} if replaced is not None else {})}
+    queued = not (ack.op == "update" and ack.already_stored)
+    if queued: self.writer.changed()
+    earlier = _nothing_new(ack) and self._queue.queue_state()["applied_seq"] < ack.seq - queued   # every change before this one applied: its texts are visible
+    d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": queued, **({"replaces_facts": replaced} if replaced is not None else {})}
     return _result(ack_text(ack, replaced, earlier), d)
 
 # %% ../nbs/08b_server.ipynb #0fe2e54c

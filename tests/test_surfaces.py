@@ -96,3 +96,31 @@ def test_json_errors_in_a_fresh_process(store, tmp_path):
         p = run(*argv, "--db", bad, "--json", input="a new fact\n", fresh=argv[0] == "stats")
         j = json.loads(p.stdout)
         assert (p.returncode, j["kind"], j["exit_code"]) == (1, "damaged", 1) and p.stderr == f"setree: error: {j['error']}\n", (argv, p.stdout, p.stderr)
+
+# -- an update that changes nothing ----------------------------------------------------------------------------------------
+
+def test_an_update_to_the_same_text_queues_nothing_anywhere(store, hashing):
+    from setree.maintain import KnowledgeBase
+    fid = _id(store, FACTS[1])
+    with KnowledgeBase(store, embedder=hashing) as kb:
+        q0 = kb.queue_state()
+        for text in (FACTS[1], "  the user  keeps bees\t"):                 # exactly, and after normalizing whitespace
+            ack = kb.update(fid, text)
+            assert (ack.op, ack.ids, ack.already_stored, ack.seq) == ("update", [fid], [fid], q0["queued_seq"])
+        assert kb.queue_state() == q0
+    p = run("update", fid, "the user keeps  bees", "--db", store)
+    assert (p.returncode, p.stdout, p.stderr) == (0, f"update: nothing to change: fact {fid} already has this text (nothing was queued)\n", "")
+    j = json.loads(run("update", fid, "the user keeps bees", "--db", store, "--json").stdout)
+    assert (j["unchanged"], j["pass"], j["ack"]["already_stored"]) == (True, None, [fid])
+    app = server(store, hashing)
+    try:
+        r = app.call("update", {"id": fid, "text": "the user keeps bees "})
+        assert not r.is_error and r.structured_content["queued"] is False and r.content[0].text.startswith(p.stdout), r.content[0].text
+        assert app.call("stats", {}).structured_content["queued_seq"] == q0["queued_seq"]
+        r = app.call("update", {"id": fid, "text": "the user keeps two hives of bees"})      # a real change is still queued
+        assert r.structured_content["queued"] is True and r.structured_content["seq"] == q0["queued_seq"] + 1
+    finally: app.close()
+    with KnowledgeBase(store, embedder=hashing) as kb:                      # a text queued, not applied yet: updating to it again changes nothing
+        seq = kb.update(fid, "the user keeps three hives of bees").seq
+        ack = kb.update(fid, "the user keeps three hives of bees")
+        assert (ack.already_stored, ack.seq, kb.queue_state()["pending"]) == ([fid], seq, 1)
