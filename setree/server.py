@@ -524,14 +524,14 @@ def tool_stats(self:MemoryServer):
                                        "worker_pid": self.worker.pid if self.worker else None}}
     return _result(json.dumps(s, ensure_ascii=False, indent=1, default=str), json.loads(json.dumps(s, default=str)))
 
-# %% ../nbs/08b_server.ipynb #4220f675
+# %% ../nbs/08b_server.ipynb #266ce6b4
 @patch
 def tool_maintain(self:MemoryServer, wait_seconds=60):
     from setree.store import StoreError
     w = self.writer
     done = w.wait(w.request(), float(wait_seconds)) if wait_seconds and w.damaged is None else False
-    try: s = self.kb.stats() if w.damaged is None else self.kb._r.queue_state()
-    except StoreError: s = self.kb._r.queue_state()
+    try: s = self.kb.stats() if w.damaged is None else self.kb.queue_state()
+    except StoreError: s = self.kb.queue_state()   # (a store found damaged now: the queue still reads, without the tree's check)
     failed = w.damaged or (w.last_outcome if done else None)
     d = {"done": done, "failed": bool(failed), "applied_seq": s.get("applied_seq"), "queued_seq": s.get("queued_seq"), "pending": s.get("pending"),
          "last_pass": s.get("last_pass"), "writer_error": str(failed) if failed else w.last_error if w.failures else None}

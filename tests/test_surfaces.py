@@ -124,3 +124,18 @@ def test_an_update_to_the_same_text_queues_nothing_anywhere(store, hashing):
         seq = kb.update(fid, "the user keeps three hives of bees").seq
         ack = kb.update(fid, "the user keeps three hives of bees")
         assert (ack.already_stored, ack.seq, kb.queue_state()["pending"]) == ([fid], seq, 1)
+
+# -- the server's maintain tool on a store found damaged ---------------------------------------------------------------------
+
+def test_maintain_on_a_damaged_store_reads_the_queue_through_the_library(store, hashing):
+    "The tool's answer comes from `KnowledgeBase.queue_state` (no tree check), so it still says how far the queue got."
+    import sqlite3
+    app = server(store, hashing)
+    try:
+        q = app.kb.queue_state()
+        c = sqlite3.connect(store); c.execute("DELETE FROM nodes WHERE k = (SELECT max(k) FROM nodes WHERE level = 1)"); c.commit(); c.close()
+        r = app.call("maintain", {"wait_seconds": 30})
+        d = r.structured_content
+        assert r.is_error and d["failed"] and "is damaged" in r.content[0].text, r.content[0].text
+        assert (d["applied_seq"], d["queued_seq"], d["pending"]) == (q["applied_seq"], q["queued_seq"], 0)
+    finally: app.close()
