@@ -21,7 +21,7 @@ class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
     def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
-# %% ../nbs/08_cli.ipynb #482963bd
+# %% ../nbs/08_cli.ipynb #817005d7
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file."
@@ -30,7 +30,7 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines w
     if kind is None: kind = _stdin_kind(text)
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
     numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text)
-    if not numbered: raise UsageError(f"{path}: no facts in the file")
+    if not numbered: raise UsageError(f"{path}: no facts in the {'input' if path == 'stdin' else 'file'}")
     try: return as_facts([item for _, item in numbered])   # validated once; only a refusal looks for its line
     except (ValueError, TypeError) as e: raise UsageError(_first_refused(numbered, path) or f"{path}: {e}") from None
 
@@ -157,7 +157,7 @@ def _depth(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #6fa135d2
+# %% ../nbs/08_cli.ipynb #27590b26
 def positive_seconds(s:str)->float:
     "argparse type for --llm-timeout: a positive, finite number of seconds."
     v = float(s) if _NUM.fullmatch(s.strip()) else -1.0
@@ -165,10 +165,18 @@ def positive_seconds(s:str)->float:
     return v
 
 def _positive_int(s:str)->int:
-    "argparse type for budgets: only positive integers in ASCII digits ('12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused)."
+    """argparse type for budgets: only positive integers in ASCII digits ('12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused), in the
+    library's words (`budget must be a positive integer number of tokens, got 0`, after argparse's `argument --budget:`); digits of another
+    script, or a `_`, are named as such."""
     v = _int(s)
-    if v is None or v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens (ASCII digits 0-9), got {s!r}")
+    if v is None or v <= 0:
+        other = "_" in s or any(ch.isnumeric() and ch not in "0123456789" for ch in s)
+        raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens{' in ASCII digits 0-9' if other else ''}, got {_typed(s)}")
     return v
+
+def _typed(s:str)->str:
+    "An option's value as typed; quoted when it is empty or has spaces or invisible characters at its ends."
+    return s if s and s == s.strip() and s.isprintable() else repr(s)
 
 # %% ../nbs/08_cli.ipynb #3a0441e3
 def _out(args, human:str|None, # None: nothing for a person (what there is to say was said)

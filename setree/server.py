@@ -155,13 +155,14 @@ def fact_items(facts # one text, one {text, id?, meta?} object, or a list of the
     as_facts(items)
     return items
 
-# %% ../nbs/08b_server.ipynb #b5639477
+# %% ../nbs/08b_server.ipynb #65260795
 def fact_ids(ids # one fact id, or a list of them
             ):
-    "The ids of a `forget` call: none blank (the library's words for a blank id; it checks their types itself). Raises `ValueError`."
+    "The ids of a `forget` call: none blank, in the library's words (`fact id is blank: '  '`; it checks their types itself). Raises `ValueError`."
     from setree.core import is_blank
     items = [ids] if isinstance(ids, str) else ids if isinstance(ids, list) else []
-    if any(isinstance(i, str) and is_blank(i) for i in items): raise ValueError("fact id is blank")
+    blank = next((i for i in items if isinstance(i, str) and is_blank(i)), None)
+    if blank is not None: raise ValueError(f"fact id is blank: {blank!r:.60}")
 
 # %% ../nbs/08b_server.ipynb #74001502
 def _flag(name):

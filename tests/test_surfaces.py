@@ -139,3 +139,48 @@ def test_maintain_on_a_damaged_store_reads_the_queue_through_the_library(store, 
         assert r.is_error and d["failed"] and "is damaged" in r.content[0].text, r.content[0].text
         assert (d["applied_seq"], d["queued_seq"], d["pending"]) == (q["applied_seq"], q["queued_seq"], 0)
     finally: app.close()
+
+# -- the same bad input, the same words ------------------------------------------------------------------------------------
+
+def test_the_same_bad_input_reads_the_same_on_all_three(store, hashing):
+    """The library's message is the one text: the CLI's line carries it after `setree: error: ` (a fact file's line as `stdin: line 1: `
+    in place of the item's index; a budget after argparse's `argument --budget: `), the server's invalid-params message as it is (JSON
+    words for values: the same here). The way out of a build that would delete facts names each surface's own knob."""
+    from setree.cli import lists_in_json
+    from setree.maintain import KnowledgeBase
+    from setree.server import InvalidParams
+    fid, other = _id(store, FACTS[0]), _id(store, FACTS[1])
+    cases = [   # (library call, CLI argv (stdin), server call, the CLI's prefix or None for 'setree: error: ')
+        (lambda kb: kb.retrieve("x", budget=0), (["retrieve", "x", "--budget", "0"], None), ("retrieve", {"prompt": "x", "budget": 0}), "budget"),
+        (lambda kb: kb.retrieve("x", budget=-5), (["retrieve", "x", "--budget=-5"], None), ("retrieve", {"prompt": "x", "budget": -5}), "budget"),
+        (lambda kb: kb.retrieve(" \u200b ", budget=50), (["retrieve", " \u200b ", "--budget", "50"], None), ("retrieve", {"prompt": " \u200b ", "budget": 50}), None),
+        (lambda kb: kb.update(fid, "  "), (["update", fid, "  "], None), ("update", {"id": fid, "text": "  "}), None),
+        (lambda kb: kb.update("nope-x", "a new text"), (["update", "nope-x", "a new text"], None), ("update", {"id": "nope-x", "text": "a new text"}), None),
+        (lambda kb: kb.update(fid, FACTS[1]), (["update", fid, FACTS[1]], None), ("update", {"id": fid, "text": FACTS[1]}), None),
+        (lambda kb: kb.forget(["  "]), (["forget", "  "], None), ("forget", {"ids": ["  "]}), None),
+        (lambda kb: kb.forget([other, "nope-y"]), (["forget", other, "nope-y"], None), ("forget", {"ids": [other, "nope-y"]}), None),
+        (lambda kb: kb.insert(["a\x00b"]), (["insert", "-"], "a\x00b\n"), ("insert", {"facts": ["a\x00b"]}), "line"),
+        (lambda kb: kb.insert([{"text": "a fact", "id": "a\tb"}]), (["insert", "-"], '{"text": "a fact", "id": "a\\tb"}\n'), ("insert", {"facts": [{"text": "a fact", "id": "a\tb"}]}), "line"),
+    ]
+    app = server(store, hashing)
+    try:
+        for lib_call, (argv, stdin), (tool, args), prefix in cases:
+            with KnowledgeBase(store, embedder=hashing) as kb:
+                with pytest.raises((ValueError, TypeError)) as e: lib_call(kb)
+            lib = lists_in_json(str(e.value), r"id\(s\): ")                 # (a list of ids: JSON on the other two)
+            with pytest.raises(InvalidParams) as s: app.call(tool, args)
+            p = run(*argv, "--db", store, input=stdin)
+            line = p.stderr.strip().splitlines()[-1]
+            assert str(s.value) == lib, (argv, str(s.value), lib)
+            if prefix == "budget": assert line == "setree retrieve: error: argument --budget: " + lib.removeprefix("budget "), (line, lib)
+            elif prefix == "line": assert line == "setree: error: stdin: line 1: " + lib.removeprefix("fact 0: ").removesuffix(" at index [0]"), (line, lib)
+            else: assert line == "setree: error: " + lib, (line, lib)
+            assert p.returncode == 2
+        with KnowledgeBase(store, embedder=hashing) as kb:                    # the way out names each surface's knob, the rest is the same
+            with pytest.raises(ValueError) as e: kb.build(["x y z"])
+        with pytest.raises(InvalidParams) as s: app.call("build", {"facts": ["x y z"]})
+        line = run("build", "-", "--db", store, input="x y z\n").stderr
+        held = "already holds 3 facts"
+        assert held in str(e.value) and held in str(s.value) and held in line
+        assert "build with replace=True" in str(e.value) and 'call build with "replace": true' in str(s.value) and "use --replace" in line
+    finally: app.close()
