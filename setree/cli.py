@@ -14,17 +14,17 @@ __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'E
            'check_llm_flags', 'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert',
            'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
            'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
-           'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json']
+           'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
     def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
-# %% ../nbs/08_cli.ipynb #817005d7
+# %% ../nbs/08_cli.ipynb #1783302a
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
-    "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file."
+    "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file (a `.jsonl` line's refusal in JSON's words, `in_json`)."
     from setree.core import as_facts
     text, kind, path = _fact_source(path)
     if kind is None: kind = _stdin_kind(text)
@@ -32,7 +32,9 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines w
     numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text)
     if not numbered: raise UsageError(f"{path}: no facts in the {'input' if path == 'stdin' else 'file'}")
     try: return as_facts([item for _, item in numbered])   # validated once; only a refusal looks for its line
-    except (ValueError, TypeError) as e: raise UsageError(_first_refused(numbered, path) or f"{path}: {e}") from None
+    except (ValueError, TypeError) as e:
+        msg = _first_refused(numbered, path) or f"{path}: {e}"
+        raise UsageError(in_json(msg) if kind == ".jsonl" else msg) from None   # a JSON line's values in JSON's words, as the MCP server says them
 
 # %% ../nbs/08_cli.ipynb #46b4570e
 def _fact_source(path:str # a fact file, or '-' for stdin
@@ -1015,3 +1017,33 @@ def _list_in_json(m)->str:
     import ast
     try: return m[1] + json.dumps(ast.literal_eval(m[2]), ensure_ascii=False)
     except (ValueError, SyntaxError): return m[0]
+
+# %% ../nbs/08_cli.ipynb #5b92a817
+_PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'),
+               ("an object (dict)", "an object"))
+_PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
+            "tuple": "an array", "dict": "an object"}
+_GOT_VALUE = re.compile(r"(got |, (?!got ))(.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")   # "got 5 (int)", "got 5 (int), 2.5 (float)"
+_GOT_TYPE = re.compile(r"\b(got|, not) (NoneType|bool|int|float|str|list|tuple|dict)\b")
+
+def _plain(v):
+    "`v` with every whole float written as an integer (JSON has one number type: 1e9 is 1000000000); NaN and infinities stay."
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e16: return int(v)
+    if isinstance(v, list): return [_plain(x) for x in v]
+    if isinstance(v, dict): return {k: _plain(x) for k, x in v.items()}
+    return v
+
+def _json_repr(py:str)->str:
+    "A Python literal of a message (`None`, `True`, `'x'`, `['a']`) written as JSON; unchanged when it is not one."
+    import ast
+    try: return json.dumps(_plain(float(py) if py in ("nan", "inf", "-inf") else ast.literal_eval(py)), ensure_ascii=False)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return py
+
+# %% ../nbs/08_cli.ipynb #7d879d8d
+def in_json(msg:str # a message of the library
+           )->str: # the same message in the words of a JSON caller
+    "A library message for a JSON caller: Python values and type names become JSON ones (`None (NoneType)` -> `null (null)`, `['x']` -> `[\"x\"]`), keyword arguments become the MCP server's JSON arguments."
+    for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
+    msg = _GOT_VALUE.sub(lambda m: f"{m.group(1)}{_json_repr(m.group(2))} ({_PY_TYPE[m.group(3)]})", msg)
+    msg = _GOT_TYPE.sub(lambda m: f"{m.group(1)} {_PY_TYPE[m.group(2)]}", msg)
+    return lists_in_json(msg)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type',
-           'fact_items', 'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text',
-           'iso_time', 'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio',
-           'embedder_spec', 'open_app', 'cmd_serve', 'main']
+           'fact_items', 'fact_ids', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time',
+           'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
+           'open_app', 'cmd_serve', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -25,10 +25,10 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK (mcp>=2.3,<3): pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #4443841d
+# %% ../nbs/08b_server.ipynb #81afee7b
 from . import __version__
 from .core import RepeatedKey, as_facts, patch, unique_keys
-from .cli import lists_in_json
+from .cli import _plain, in_json
 from .cover import check_budget, cover_data
 from .store import StoreDamaged
 
@@ -130,14 +130,7 @@ def json_type(v)->str:
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
             else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08b_server.ipynb #24cfd437
-def _plain(v):
-    "`v` with every whole float written as an integer (JSON has one number type: 1e9 is 1000000000); NaN and infinities stay."
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e16: return int(v)
-    if isinstance(v, list): return [_plain(x) for x in v]
-    if isinstance(v, dict): return {k: _plain(x) for k, x in v.items()}
-    return v
-
+# %% ../nbs/08b_server.ipynb #0e028c75
 def _shown(v)->str:
     "A JSON value as a caller wrote it, cut to 40 characters; numbers as JSON writes them (`1000000000`, `NaN`, `Infinity`)."
     try: t = json.dumps(_plain(v), ensure_ascii=False)
@@ -182,29 +175,6 @@ def _budget(v):
 
 _CHECKS = {"retrieve": {"budget": _budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
            "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}, "forget": {"ids": fact_ids}}
-
-# %% ../nbs/08b_server.ipynb #a5596449
-_PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'),
-               ("an object (dict)", "an object"))
-_PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
-            "tuple": "an array", "dict": "an object"}
-_GOT_VALUE = re.compile(r"(got |, (?!got ))(.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")   # "got 5 (int)", "got 5 (int), 2.5 (float)"
-_GOT_TYPE = re.compile(r"\b(got|, not) (NoneType|bool|int|float|str|list|tuple|dict)\b")
-
-def _json_repr(py:str)->str:
-    "A Python literal of a message (`None`, `True`, `'x'`, `['a']`) written as JSON; unchanged when it is not one."
-    import ast
-    try: return json.dumps(_plain(float(py) if py in ("nan", "inf", "-inf") else ast.literal_eval(py)), ensure_ascii=False)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return py
-
-# %% ../nbs/08b_server.ipynb #e8491a03
-def in_json(msg:str # a message of the library
-           )->str: # the same message in the words of a JSON caller
-    "A library message for an MCP caller: Python values and type names become JSON ones (`None (NoneType)` -> `null (null)`, `['x']` -> `[\"x\"]`), keyword arguments become JSON arguments."
-    for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
-    msg = _GOT_VALUE.sub(lambda m: f"{m.group(1)}{_json_repr(m.group(2))} ({_PY_TYPE[m.group(3)]})", msg)
-    msg = _GOT_TYPE.sub(lambda m: f"{m.group(1)} {_PY_TYPE[m.group(2)]}", msg)
-    return lists_in_json(msg)
 
 # %% ../nbs/08b_server.ipynb #98773d65
 def check_arguments(name:str, # the tool's name

@@ -145,8 +145,8 @@ def test_maintain_on_a_damaged_store_reads_the_queue_through_the_library(store, 
 def test_the_same_bad_input_reads_the_same_on_all_three(store, hashing):
     """The library's message is the one text: the CLI's line carries it after `setree: error: ` (a fact file's line as `stdin: line 1: `
     in place of the item's index; a budget after argparse's `argument --budget: `), the server's invalid-params message as it is (JSON
-    words for values: the same here). The way out of a build that would delete facts names each surface's own knob."""
-    from setree.cli import lists_in_json
+    words for values, `in_json`: a list of ids, a type; the CLI reading a JSON line says them so too). The way out of a build that would delete facts names each surface's own knob."""
+    from setree.cli import in_json
     from setree.maintain import KnowledgeBase
     from setree.server import InvalidParams
     fid, other = _id(store, FACTS[0]), _id(store, FACTS[1])
@@ -161,13 +161,15 @@ def test_the_same_bad_input_reads_the_same_on_all_three(store, hashing):
         (lambda kb: kb.forget([other, "nope-y"]), (["forget", other, "nope-y"], None), ("forget", {"ids": [other, "nope-y"]}), None),
         (lambda kb: kb.insert(["a\x00b"]), (["insert", "-"], "a\x00b\n"), ("insert", {"facts": ["a\x00b"]}), "line"),
         (lambda kb: kb.insert([{"text": "a fact", "id": "a\tb"}]), (["insert", "-"], '{"text": "a fact", "id": "a\\tb"}\n'), ("insert", {"facts": [{"text": "a fact", "id": "a\tb"}]}), "line"),
+        (lambda kb: kb.insert([{"text": "a fact", "meta": 5}]), (["insert", "-"], '{"text": "a fact", "meta": 5}\n'), ("insert", {"facts": [{"text": "a fact", "meta": 5}]}), "line"),
+        (lambda kb: kb.insert([{"text": "a fact", "id": 5}]), (["insert", "-"], '{"text": "a fact", "id": 5}\n'), ("insert", {"facts": [{"text": "a fact", "id": 5}]}), "line"),
     ]
     app = server(store, hashing)
     try:
         for lib_call, (argv, stdin), (tool, args), prefix in cases:
             with KnowledgeBase(store, embedder=hashing) as kb:
                 with pytest.raises((ValueError, TypeError)) as e: lib_call(kb)
-            lib = lists_in_json(str(e.value), r"id\(s\): ")                 # (a list of ids: JSON on the other two)
+            lib = in_json(str(e.value))                                        # (Python's words for values, JSON's on the other two: a list of ids, a type)
             with pytest.raises(InvalidParams) as s: app.call(tool, args)
             p = run(*argv, "--db", store, input=stdin)
             line = p.stderr.strip().splitlines()[-1]
