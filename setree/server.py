@@ -12,7 +12,7 @@ from pathlib import Path
 __all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type',
            'fact_items', 'fact_ids', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time',
            'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
-           'open_app', 'cmd_serve', 'main']
+           'open_app', 'cmd_serve', 'stopped', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -834,7 +834,7 @@ def _exit_soon(app, code:int, wait_s:float=5.0):
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #4e29da1e
+# %% ../nbs/08b_server.ipynb #1351c974
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 128 + the signal's number when stopped (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 1 otherwise (a damaged store, at start or while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
@@ -851,9 +851,25 @@ def cmd_serve(args # parsed `add_serve_args` arguments
     try: _serve(app)
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, interrupted_code())
     except StoreError as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1   # a store found damaged while serving (its message says so): a store failure, exit 1 as for every command
-    except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
+    except (Exception, BaseExceptionGroup) as e:
+        if stopped(e): print(INTERRUPTED, file=sys.stderr); _exit_soon(app, interrupted_code())   # a stop signal that struck inside a task
+        if not isinstance(e, Exception): raise
+        log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
     finally: app.close()
     return 0
+
+# %% ../nbs/08b_server.ipynb #4d81e18a
+def stopped(e:BaseException # an error that ended the server
+           )->bool: # True when a `KeyboardInterrupt` is `e`, is in it (an exception group), or caused it
+    "Whether a stop signal (Ctrl-C, SIGTERM, SIGHUP: a `KeyboardInterrupt`) ended the server, however the event loop wrapped it."
+    todo, seen = [e], set()
+    while todo:
+        x = todo.pop()
+        if x is None or id(x) in seen: continue
+        seen.add(id(x))
+        if isinstance(x, KeyboardInterrupt): return True
+        todo += [*getattr(x, "exceptions", ()), x.__cause__, x.__context__]
+    return False
 
 # %% ../nbs/08b_server.ipynb #777219bc
 INTERRUPTED = "setree serve: interrupted"   # Ctrl-C or a stop signal: the one line, starting or serving (exit 128 + the signal's number)
