@@ -224,13 +224,14 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #a06a024d
-def _kb(args, embedder=None, create:bool=True):
+# %% ../nbs/08_cli.ipynb #d699b04b
+def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made already (`setree build`'s); None: the one --config names
+       ):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
     p = Path(args.db)
     if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}")
-    cfg = load_config(getattr(args, "config", None))
+    cfg = config if config is not None else load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
     if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
     with store_errors(): return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
@@ -280,15 +281,14 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
         counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
-# %% ../nbs/08_cli.ipynb #214a6e73
+# %% ../nbs/08_cli.ipynb #84f9db8a
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
     t0, new = time.perf_counter(), not Path(args.db).exists()
-    with _kb(args) as kb:
-        kb._config = cfg
+    with _kb(args, config=cfg) as kb:
         if args.quiet: kb.progress = False
-        before = kb._r.count_facts() if args.replace else 0   # (no tree check: --replace is the way out of a damaged store)
+        before = _count_facts(args.db) if args.replace and not new else 0
         ack, rep, stopped = _change(kb, args, "build", new, lambda kb: _queue_build(kb, args, facts),
                                     lambda ack: f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})")
         if stopped is not None: return stopped
@@ -298,13 +298,15 @@ def cmd_build(args)->int:
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
-# %% ../nbs/08_cli.ipynb #71b004e3
+# %% ../nbs/08_cli.ipynb #dbcb22c1
 def _build_config(args): # a `setree.build.Config`
     "The `Config` of `setree build`: --seed, --summary-tokens, --k-max and --llm-timeout over --config (or $SETREE_CONFIG) over the defaults."
     from setree.build import Config
-    cfg = _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
-    args.config = None
-    return cfg
+    return _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
+
+def _count_facts(db:str)->int:
+    "The facts the store holds now, read without the tree's check: `--replace` is the way out of a damaged store."
+    with _open_store(db) as st: return st.count_facts()
 
 # %% ../nbs/08_cli.ipynb #6d348d19
 def _queue_build(kb, args, facts:list):
