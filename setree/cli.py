@@ -10,11 +10,12 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS',
-           'UsageError', 'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'store_errors',
-           'check_llm_flags', 'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert',
-           'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
-           'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
-           'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json', 'in_json']
+           'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
+           'store_errors', 'check_llm_flags', 'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note',
+           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note',
+           'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
+           'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json',
+           'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -88,7 +89,7 @@ def _txt_items(text:str)->list[tuple[int, str]]:
     from setree.core import is_blank
     return [(n, l) for n, l in enumerate(re.split(r"\r\n|\r|\n", text), 1) if not is_blank(l)]
 
-# %% ../nbs/08_cli.ipynb #d89cb711
+# %% ../nbs/08_cli.ipynb #4b478b4a
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
     from setree.core import RepeatedKey, unique_keys
@@ -101,15 +102,15 @@ def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
         except RecursionError: raise UsageError(f"{path}: line {n} is nested too deeply (JSON)") from None
         if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
         t = obj.get("text")
-        if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({_json_type(t)})')
+        if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({json_type(t)})')
         items.append((n, obj))
     return items
 
-# %% ../nbs/08_cli.ipynb #eb91f5aa
-def _json_type(v)->str:
-    "What a JSON value is, in JSON's words (for messages about a .jsonl line)."
-    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
-            else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
+# %% ../nbs/08_cli.ipynb #5e34c6f2
+def json_type(v)->str:
+    "What a JSON value is, in JSON's words (for messages about a .jsonl line and to the MCP server's callers)."
+    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
+            else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
 # %% ../nbs/08_cli.ipynb #7b3dcdd4
 def load_config(path:str|None, # --config value, or None

@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type',
-           'fact_items', 'fact_ids', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time',
-           'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
-           'open_app', 'cmd_serve', 'stopped', 'main']
+__all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'fact_items',
+           'fact_ids', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
+           'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app',
+           'cmd_serve', 'stopped', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -25,10 +25,10 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK (mcp>=2.3,<3): pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #81afee7b
+# %% ../nbs/08b_server.ipynb #3d597448
 from . import __version__
 from .core import RepeatedKey, as_facts, patch, unique_keys
-from .cli import _plain, in_json
+from .cli import _plain, in_json, json_type
 from .cover import check_budget, cover_data
 from .store import StoreDamaged
 
@@ -123,12 +123,6 @@ def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
         p = lone_surrogate(v, f"{path}.{k}" if isinstance(k, str) else f"{path}[{k}]")
         if p: return p.lstrip(".")
     return None
-
-# %% ../nbs/08b_server.ipynb #ac97e6ca
-def json_type(v)->str:
-    "What a JSON value is, in JSON's words (for messages to a JSON caller)."
-    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
-            else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
 # %% ../nbs/08b_server.ipynb #0e028c75
 def _shown(v)->str:
