@@ -9,29 +9,33 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BUSY', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS', 'UsageError',
-           'read_facts', 'load_config', 'integer', 'number', 'positive_seconds', 'store_errors', 'check_llm_flags',
-           'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget',
-           'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'cmd_retrieve', 'cmd_stats', 'readable',
-           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code',
-           'main', 'one_line', 'lists_in_json']
+__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS',
+           'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
+           'store_errors', 'check_llm_flags', 'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note',
+           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note',
+           'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
+           'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json',
+           'in_json']
 
-# %% ../nbs/08_cli.ipynb #00393f9e
+# %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
-    "Bad input from the command line: reported as one line on stderr with exit code 2."
+    "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
+    def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
-# %% ../nbs/08_cli.ipynb #482963bd
+# %% ../nbs/08_cli.ipynb #1783302a
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
-    "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file."
+    "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file (a `.jsonl` line's refusal in JSON's words, `in_json`)."
     from setree.core import as_facts
     text, kind, path = _fact_source(path)
     if kind is None: kind = _stdin_kind(text)
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
     numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text)
-    if not numbered: raise UsageError(f"{path}: no facts in the file")
+    if not numbered: raise UsageError(f"{path}: no facts in the {'input' if path == 'stdin' else 'file'}")
     try: return as_facts([item for _, item in numbered])   # validated once; only a refusal looks for its line
-    except (ValueError, TypeError) as e: raise UsageError(_first_refused(numbered, path) or f"{path}: {e}") from None
+    except (ValueError, TypeError) as e:
+        msg = _first_refused(numbered, path) or f"{path}: {e}"
+        raise UsageError(in_json(msg) if kind == ".jsonl" else msg) from None   # a JSON line's values in JSON's words, as the MCP server says them
 
 # %% ../nbs/08_cli.ipynb #46b4570e
 def _fact_source(path:str # a fact file, or '-' for stdin
@@ -85,7 +89,7 @@ def _txt_items(text:str)->list[tuple[int, str]]:
     from setree.core import is_blank
     return [(n, l) for n, l in enumerate(re.split(r"\r\n|\r|\n", text), 1) if not is_blank(l)]
 
-# %% ../nbs/08_cli.ipynb #d89cb711
+# %% ../nbs/08_cli.ipynb #4b478b4a
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
     from setree.core import RepeatedKey, unique_keys
@@ -98,15 +102,15 @@ def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
         except RecursionError: raise UsageError(f"{path}: line {n} is nested too deeply (JSON)") from None
         if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
         t = obj.get("text")
-        if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({_json_type(t)})')
+        if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({json_type(t)})')
         items.append((n, obj))
     return items
 
-# %% ../nbs/08_cli.ipynb #eb91f5aa
-def _json_type(v)->str:
-    "What a JSON value is, in JSON's words (for messages about a .jsonl line)."
-    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None
-            else "an array" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
+# %% ../nbs/08_cli.ipynb #5e34c6f2
+def json_type(v)->str:
+    "What a JSON value is, in JSON's words (for messages about a .jsonl line and to the MCP server's callers)."
+    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
+            else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
 # %% ../nbs/08_cli.ipynb #7b3dcdd4
 def load_config(path:str|None, # --config value, or None
@@ -156,7 +160,7 @@ def _depth(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #6fa135d2
+# %% ../nbs/08_cli.ipynb #27590b26
 def positive_seconds(s:str)->float:
     "argparse type for --llm-timeout: a positive, finite number of seconds."
     v = float(s) if _NUM.fullmatch(s.strip()) else -1.0
@@ -164,23 +168,33 @@ def positive_seconds(s:str)->float:
     return v
 
 def _positive_int(s:str)->int:
-    "argparse type for budgets: only positive integers in ASCII digits ('12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused)."
+    """argparse type for budgets: only positive integers in ASCII digits ('12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused), in the
+    library's words (`budget must be a positive integer number of tokens, got 0`, after argparse's `argument --budget:`); digits of another
+    script, or a `_`, are named as such."""
     v = _int(s)
-    if v is None or v <= 0: raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens (ASCII digits 0-9), got {s!r}")
+    if v is None or v <= 0:
+        other = "_" in s or any(ch.isnumeric() and ch not in "0123456789" for ch in s)
+        raise argparse.ArgumentTypeError(f"must be a positive integer number of tokens{' in ASCII digits 0-9' if other else ''}, got {_typed(s)}")
     return v
 
-# %% ../nbs/08_cli.ipynb #e177e1f1
-def _out(args, human:str, data:dict):
-    print(json.dumps(data, ensure_ascii=False, indent=2) if getattr(args, "json", False) else human)
+def _typed(s:str)->str:
+    "An option's value as typed; quoted when it is empty or has spaces or invisible characters at its ends."
+    return s if s and s == s.strip() and s.isprintable() else repr(s)
 
-# %% ../nbs/08_cli.ipynb #d74691e8
+# %% ../nbs/08_cli.ipynb #3a0441e3
+def _out(args, human:str|None, # None: nothing for a person (what there is to say was said)
+         data:dict):
+    if getattr(args, "json", False): print(json.dumps(data, ensure_ascii=False, indent=2))
+    elif human is not None: print(human)
+
+# %% ../nbs/08_cli.ipynb #ff4024ab
 @contextlib.contextmanager
 def store_errors():
-    "Within: a `StoreError` becomes a `UsageError` (exit 2), except `StoreDamaged` (a damaged file, SQLite's \"malformed\"), which stays itself (exit 1)."
-    from setree.store import StoreDamaged, StoreError
+    "Within: a `StoreError` becomes a `UsageError` (exit 2; kind `busy` for a lock held past the timeout), except `StoreDamaged` (a damaged file, SQLite's \"malformed\"), which stays itself (exit 1)."
+    from setree.store import StoreBusy, StoreDamaged, StoreError
     try: yield
     except StoreDamaged: raise
-    except StoreError as e: raise UsageError(str(e)) from None
+    except StoreError as e: raise UsageError(str(e), "busy" if isinstance(e, StoreBusy) else "usage") from None
 
 # %% ../nbs/08_cli.ipynb #c67a1b5f
 def _open_store(path:str, create:bool=False):
@@ -211,13 +225,14 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #a06a024d
-def _kb(args, embedder=None, create:bool=True):
+# %% ../nbs/08_cli.ipynb #d699b04b
+def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made already (`setree build`'s); None: the one --config names
+       ):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
     p = Path(args.db)
     if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}")
-    cfg = load_config(getattr(args, "config", None))
+    cfg = config if config is not None else load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
     if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
     with store_errors(): return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
@@ -238,20 +253,23 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #c22490f4
+# %% ../nbs/08_cli.ipynb #df7dc6b7
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
-    "A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`."
-    def __init__(self, msg:str, reason:str): super().__init__(msg); self.reason = reason
+    "A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`, `ack` the queued change's (None for `maintain`)."
+    def __init__(self, msg:str, reason:str, ack=None): super().__init__(msg); self.reason, self.ack = reason, ack
+
+UNCHANGED = "unchanged"   # `_pass` for an update to the fact's own text: nothing was queued, so no pass runs
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
-    "Run the maintenance pass unless --defer (None); `BUSY` when another pass holds the store; a failed pass raises `PassFailed` (its change stays queued)."
+    "Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store; a failed pass raises `PassFailed` (its change stays queued)."
+    if ack.op == "update" and ack.already_stored: return UNCHANGED
     if getattr(args, "defer", False): return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
     except StoreBusy: return BUSY
-    if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"])
+    if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"], ack)
     return rep
 
 # %% ../nbs/08_cli.ipynb #d8c49f74
@@ -264,15 +282,14 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
         counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
-# %% ../nbs/08_cli.ipynb #214a6e73
+# %% ../nbs/08_cli.ipynb #84f9db8a
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
     t0, new = time.perf_counter(), not Path(args.db).exists()
-    with _kb(args) as kb:
-        kb._config = cfg
+    with _kb(args, config=cfg) as kb:
         if args.quiet: kb.progress = False
-        before = kb._r.count_facts() if args.replace else 0   # (no tree check: --replace is the way out of a damaged store)
+        before = _count_facts(args.db) if args.replace and not new else 0
         ack, rep, stopped = _change(kb, args, "build", new, lambda kb: _queue_build(kb, args, facts),
                                     lambda ack: f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})")
         if stopped is not None: return stopped
@@ -282,13 +299,15 @@ def cmd_build(args)->int:
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
-# %% ../nbs/08_cli.ipynb #71b004e3
+# %% ../nbs/08_cli.ipynb #dbcb22c1
 def _build_config(args): # a `setree.build.Config`
     "The `Config` of `setree build`: --seed, --summary-tokens, --k-max and --llm-timeout over --config (or $SETREE_CONFIG) over the defaults."
     from setree.build import Config
-    cfg = _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
-    args.config = None
-    return cfg
+    return _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
+
+def _count_facts(db:str)->int:
+    "The facts the store holds now, read without the tree's check: `--replace` is the way out of a damaged store."
+    with _open_store(db) as st: return st.count_facts()
 
 # %% ../nbs/08_cli.ipynb #6d348d19
 def _queue_build(kb, args, facts:list):
@@ -368,16 +387,17 @@ def _ack_now(args, text:str):
     "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
     if not getattr(args, "json", False): print(text, flush=True)
 
-# %% ../nbs/08_cli.ipynb #2d25c2f6
+# %% ../nbs/08_cli.ipynb #e29e4eb3
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def _ack_lines(what:str, ack)->str:
-    "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored."
+    "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored, or (update) that the fact already has the text."
     ids = list(dict.fromkeys(ack.ids))
     new = [i for i in ids if i not in set(ack.already_stored)]
-    lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"] if new or what != "insert" else ["insert: nothing new"]
+    if new or what not in ("insert", "update"): lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"]
+    else: lines = ["insert: nothing new"] if what == "insert" else [f"update: nothing to change: fact {ids[0]} already has this text (nothing was queued)"]
     if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + repeated_note(repeated_ids(ack.ids), ack.merged))
-    if ack.already_stored: lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
+    if ack.already_stored and what == "insert": lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
     if ack.merged and len(ack.ids) == len(ids):   # an id the caller gave, dropped: its text is stored under another (a repeat names it in its note above)
         lines.append(f"note: a given id's text is stored under another id{merged_note(ack.merged)}")
     return "\n".join(lines)
@@ -387,7 +407,7 @@ def _marker_hint()->str:
     "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
     return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
-# %% ../nbs/08_cli.ipynb #1bed3596
+# %% ../nbs/08_cli.ipynb #f8cfef94
 def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
                 )->int:
     """Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened.
@@ -400,6 +420,7 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     elif gone is None: msg = f"the {what} stays queued (seq {ack.seq}): the next pass applies it"
     else: msg = f"the {what} had already been applied (seq {ack.seq})"
     print(f"setree: interrupted; {msg}", file=sys.stderr)
+    if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), "ack": ack.to_dict()})
     return interrupted_code()
 
 # %% ../nbs/08_cli.ipynb #c5a8ff2e
@@ -438,7 +459,7 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
     except KeyboardInterrupt: return ack, None, _interrupted(kb, what, ack, created=new)
     except PassFailed as e: _failed_new(kb, new, what, ack, e)
 
-# %% ../nbs/08_cli.ipynb #f6950527
+# %% ../nbs/08_cli.ipynb #c4501bc3
 def _mutate(args, what:str, fn)->int:
     new = not Path(args.db).exists()
     def queue(kb):
@@ -448,6 +469,7 @@ def _mutate(args, what:str, fn)->int:
         return ack
     with _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
     if stopped is not None: return stopped
+    if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": {}, "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     _out(args, _pass_line(rep, ack, args.db), {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy})
     return 0
@@ -518,9 +540,27 @@ def cmd_serve(argv:list[str])->int:
     args = add_serve_args(p).parse_args(argv)
     return _serve_module().cmd_serve(args)
 
-# %% ../nbs/08_cli.ipynb #df755a3e
-def _load_tree(path:str):
-    with _open_store(path) as st: return st.load(), str(st.path)   # damaged contents: `StoreError`, exit 1 like a change's
+# %% ../nbs/08_cli.ipynb #e3d4691b
+def _load_tree(path:str)->tuple: # (the tree, the store's path, its `queue_state`)
+    with _open_store(path) as st: q = st.queue_state(); return st.load(), str(st.path), q   # damaged contents: `StoreError`, exit 1 like a change's
+
+# %% ../nbs/08_cli.ipynb #fc1804d4
+def queued_note(state:dict, # a queue state: pending, applied_seq, queued_seq, last_pass (`Store.queue_state`, `KnowledgeBase.queue_state`)
+                way:str, # how the reader gets them applied, `{them}` standing for 'it' or 'them': "`setree maintain --db kb.db` applies {them}"
+               )->str|None: # None when nothing is queued
+    "The note of a read answered while changes wait: how many, that the answer is from the tree before them, the last pass's error if it failed, and `way`."
+    n = int(state.get("pending") or 0)
+    if n <= 0: return None
+    them, err = "them" if n != 1 else "it", (state.get("last_pass") or {}).get("error")
+    failed = "; the last pass failed: " + "; ".join(l for l in str(err).splitlines() if l.strip()) if err else ""
+    return (f"{n} change{'s are' if n != 1 else ' is'} queued and not applied yet, so this answer is from the tree before {them} "
+            f"(applied_seq {state.get('applied_seq')}, queued_seq {state.get('queued_seq')}){failed}; " + way.format(them=them))
+
+def _queued(args, state:dict)->dict:
+    "`pending` and `pending_note` of a read's JSON; the note is also printed on stderr."
+    note = queued_note(state, f"`setree maintain --db {args.db}` applies {{them}}")
+    if note: print(f"setree: note: {note}", file=sys.stderr)
+    return {"pending": int(state.get("pending") or 0), "pending_note": note}
 
 # %% ../nbs/08_cli.ipynb #c9a5f5ae
 def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in tokens)
@@ -559,17 +599,17 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #5b7203b0
+# %% ../nbs/08_cli.ipynb #58890539
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
     own `status`; the exit code is 3 when the budget is too small for any of them (it is one budget for all), else 0."""
     prompts, t0 = _prompts(args), time.perf_counter()
-    tree, _ = _load_tree(args.db)
+    tree, _, state = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
     emb = _warm_retrieval(tree, params)
-    startup = {"startup_ms": 1000 * (time.perf_counter() - t0)}   # once: in the first answer's JSON
-    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, startup if i == 0 else {}) for i, prompt in enumerate(prompts))
+    startup, queued = {"startup_ms": 1000 * (time.perf_counter() - t0)}, _queued(args, state)   # start-up once: in the first answer's JSON
+    return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, {**queued, **(startup if i == 0 else {})}) for i, prompt in enumerate(prompts))
 
 # %% ../nbs/08_cli.ipynb #ce243ff2
 def _prompts(args)->list[str]:
@@ -590,9 +630,9 @@ def _warm_retrieval(tree, params)->object|None: # the tree's loaded query embedd
     except (ValueError, TypeError): pass   # whatever is refused here is refused again, in the command's words, for the first prompt
     return emb
 
-# %% ../nbs/08_cli.ipynb #3b4e0fdb
+# %% ../nbs/08_cli.ipynb #7048cc29
 def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None, # the loaded query embedder (None: the tree's own)
-                  extra:dict|None=None, # more fields of the JSON answer (`startup_ms` in the first)
+                  extra:dict|None=None, # more fields of the JSON answer (`pending`, `pending_note`; `startup_ms` in the first)
                  )->int:
     "Print the answer to one prompt; its exit code: 3 when `budget` is below the cheapest cover, else 0."
     from setree.cover import cover_data, retrieve
@@ -603,11 +643,12 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #0d411d74
+# %% ../nbs/08_cli.ipynb #bc7de983
 def cmd_stats(args)->int:
-    "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size."
-    with _open_store(args.db) as st: s = {**st.stats(), **st.queue_state()}   # with the queue: pending, queued_seq, applied_seq, last_pass
-    _out(args, readable(s), s)
+    "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size, the queue (and a note on stderr when changes wait)."
+    with _open_store(args.db) as st: s = st.stats(queue=True)   # with the queue, in the same transaction: pending, queued_seq, applied_seq, last_pass
+    note = _queued(args, s)["pending_note"]
+    _out(args, readable(s), {**s, "pending_note": note})
     return 0
 
 # %% ../nbs/08_cli.ipynb #2d3e6a99
@@ -662,11 +703,12 @@ def _node_dict(tree, v):
                  children=[_node_dict(tree, int(c)) for c in tree.children[v]])
     return d
 
-# %% ../nbs/08_cli.ipynb #6c45b2b1
+# %% ../nbs/08_cli.ipynb #7fbe0314
 def cmd_inspect(args)->int:
     "setree inspect --db PATH [--depth N | --json]: the tree as an outline or nested JSON."
     if args.json and args.depth is not None: raise UsageError("--depth shapes the outline and --json gives the whole tree: use one of them")
-    tree, _ = _load_tree(args.db)
+    tree, _, state = _load_tree(args.db)
+    _queued(args, state)   # (the note on stderr: the JSON is the tree itself)
     if args.json: print(json.dumps(_node_dict(tree, tree.root) if tree.n_nodes else {}, ensure_ascii=False, indent=1))
     else: print(outline(tree, args.depth))
     return 0
@@ -758,18 +800,27 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #496ff279
+# %% ../nbs/08_cli.ipynb #b9ee64b3
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
     "The `setree` command line: one subparser per command, built by the `_*_parser` functions below in the order `--help` lists them."
-    p = argparse.ArgumentParser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
+    p = _Parser(prog="setree", description="Selective Expansion Tree: budgeted tree-cover retrieval over a knowledge base of facts.")
     from setree import __version__
     p.add_argument("--version", action="version", version=f"setree {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_build_parser, _retrieve_parser, _change_parsers, _read_parsers, _data_parsers): add(sub)
     sub.add_parser("serve", help="the MCP server (stdio) on one store (`setree serve --help` for its options)", add_help=False)
     return p
+
+# %% ../nbs/08_cli.ipynb #8041d0a1
+_JSON_ERRORS = [False]   # the command line holds --json (before any `--`): an error is also a JSON object on stdout (`_main` sets it)
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message:str):
+        "argparse's usage and one line on stderr, exit 2; with `--json` first the JSON object of the error on stdout."
+        if _JSON_ERRORS[0]: _print_json(error_data(UsageError(message), 2))
+        super().error(message)
 
 # %% ../nbs/08_cli.ipynb #5228e5bc
 def _common(sp, config:bool=True):
@@ -907,23 +958,47 @@ def _parse(argv:list)->argparse.Namespace:
         p.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 
-# %% ../nbs/08_cli.ipynb #8c40b99c
+# %% ../nbs/08_cli.ipynb #d9159243
 def _main(argv):
     for stream in (sys.stdout, sys.stderr):  # facts may be any Unicode: never fail on a C locale
         if hasattr(stream, "reconfigure"): stream.reconfigure(encoding="utf-8", errors="backslashreplace")
     own, argv = argv is None, sys.argv[1:] if argv is None else list(argv)   # own: this process is the command
+    _JSON_ERRORS[0] = argv[:1] != ["serve"] and "--json" in (argv[:argv.index("--")] if "--" in argv else argv)
     try:
         if argv[:1] == ["serve"]: return cmd_serve(argv[1:])   # its options belong to setree.server (imported only here)
         args = _parse(argv)
         if own and args.command in CLUSTERING: _igraph_without_matplotlib()
         return COMMANDS[args.command](args)
-    except UsageError as e: print(f"setree: error: {one_line(e)}", file=sys.stderr); return 2
-    except KeyboardInterrupt:   # `setree serve` says so in its own name, even while it is still starting
-        print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr); return interrupted_code()
+    except UsageError as e: return _failed(e, 2, one_line(e))
+    except KeyboardInterrupt as e:   # `setree serve` says so in its own name, even while it is still starting
+        print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr)
+        if _JSON_ERRORS[0]: _print_json(error_data(e, interrupted_code(), "interrupted"))
+        return interrupted_code()
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
     except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
-        print(f"setree: error: {'' if type(e).__module__ == 'setree.store' or isinstance(e, PassFailed) else type(e).__name__ + ': '}{one_line(e)}", file=sys.stderr); return 1
+        return _failed(e, 1, f"{'' if type(e).__module__ == 'setree.store' or isinstance(e, PassFailed) else type(e).__name__ + ': '}{one_line(e)}")
+
+# %% ../nbs/08_cli.ipynb #37ba344e
+_KINDS = {"PassFailed": "pass_failed", "StoreDamaged": "damaged", "StoreBusy": "busy", "StoreError": "store", "KeyboardInterrupt": "interrupted"}
+
+def error_data(e:BaseException, # the error that ended the command
+               code:int, # its exit code
+               msg:str|None=None, # the message of its line on stderr (default: `one_line(e)`)
+              )->dict: # {error, kind, retryable, exit_code} (and `ack` when a pass failed after its change was queued)
+    "The JSON object of a failed command run with `--json`."
+    kind = getattr(e, "kind", None) or next((_KINDS[c.__name__] for c in type(e).__mro__ if c.__name__ in _KINDS), "internal")
+    d = {"error": one_line(e) if msg is None else msg, "kind": kind, "retryable": kind in ("busy", "pass_failed"), "exit_code": code}
+    if getattr(e, "ack", None) is not None: d["ack"] = e.ack.to_dict()
+    return d
+
+def _print_json(d:dict): print(json.dumps(d, ensure_ascii=False, indent=2), flush=True)
+
+def _failed(e:Exception, code:int, msg:str)->int:
+    "One line `setree: error: MSG` on stderr, with --json the JSON object on stdout too; the exit code."
+    print(f"setree: error: {msg}", file=sys.stderr)
+    if _JSON_ERRORS[0]: _print_json(error_data(e, code, msg))
+    return code
 
 # %% ../nbs/08_cli.ipynb #8e08df0e
 def one_line(e:Exception # any error
@@ -945,3 +1020,33 @@ def _list_in_json(m)->str:
     import ast
     try: return m[1] + json.dumps(ast.literal_eval(m[2]), ensure_ascii=False)
     except (ValueError, SyntaxError): return m[0]
+
+# %% ../nbs/08_cli.ipynb #5b92a817
+_PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'),
+               ("an object (dict)", "an object"))
+_PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
+            "tuple": "an array", "dict": "an object"}
+_GOT_VALUE = re.compile(r"(got |, (?!got ))(.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")   # "got 5 (int)", "got 5 (int), 2.5 (float)"
+_GOT_TYPE = re.compile(r"\b(got|, not) (NoneType|bool|int|float|str|list|tuple|dict)\b")
+
+def _plain(v):
+    "`v` with every whole float written as an integer (JSON has one number type: 1e9 is 1000000000); NaN and infinities stay."
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e16: return int(v)
+    if isinstance(v, list): return [_plain(x) for x in v]
+    if isinstance(v, dict): return {k: _plain(x) for k, x in v.items()}
+    return v
+
+def _json_repr(py:str)->str:
+    "A Python literal of a message (`None`, `True`, `'x'`, `['a']`) written as JSON; unchanged when it is not one."
+    import ast
+    try: return json.dumps(_plain(float(py) if py in ("nan", "inf", "-inf") else ast.literal_eval(py)), ensure_ascii=False)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return py
+
+# %% ../nbs/08_cli.ipynb #7d879d8d
+def in_json(msg:str # a message of the library
+           )->str: # the same message in the words of a JSON caller
+    "A library message for a JSON caller: Python values and type names become JSON ones (`None (NoneType)` -> `null (null)`, `['x']` -> `[\"x\"]`), keyword arguments become the MCP server's JSON arguments."
+    for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
+    msg = _GOT_VALUE.sub(lambda m: f"{m.group(1)}{_json_repr(m.group(2))} ({_PY_TYPE[m.group(3)]})", msg)
+    msg = _GOT_TYPE.sub(lambda m: f"{m.group(1)} {_PY_TYPE[m.group(2)]}", msg)
+    return lists_in_json(msg)

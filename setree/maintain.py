@@ -209,12 +209,22 @@ def forget(self:KnowledgeBase, ids # one fact id, or a list of them
         if unknown: raise ValueError(_unknown_ids(unknown))
     return Ack(self._enqueue("forget", {"ids": ids}, check), "forget", ids)
 
-# %% ../nbs/07b_maintain.ipynb #0945e097
+# %% ../nbs/07b_maintain.ipynb #5636e0e4
+class _Unchanged(Exception):
+    "Raised inside an update's transaction when the fact already has the text: nothing is written."
+    def __init__(self, seq:int): self.seq = seq
+
+def _queued_seq(con)->int:
+    r = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
+    return int(r[0]) if r else 0
+
+# %% ../nbs/07b_maintain.ipynb #593504a0
 @patch
 def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
            text:str, # the new text (validated like any fact)
           )->Ack:
-    "Queue a new text for fact `id`; the fact's metadata records when (`updated_at`, ISO time). Raises `ValueError` for an unknown id, a blank text, or a text another fact holds."
+    """Queue a new text for fact `id`; the fact's metadata records when (`updated_at`, ISO time). The fact's own text (whitespace aside) queues
+    nothing: the ack lists `id` in `already_stored`. Raises `ValueError` for an unknown id, a blank text, or a text another fact holds."""
     if not isinstance(id, str): raise TypeError(f"fact ids must be strings; got {id!r} ({type(id).__name__})")
     _check_id(id)
     try: f = Fact(id, as_facts([{"text": text}])[0].text, {})   # the id is checked above: a stored id keeps working whatever its form
@@ -223,7 +233,9 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
         if view.text(f.id) is None: raise ValueError(_unknown_ids([f.id]))
         other = view.id_of(f.text)
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
-    return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
+        if other == f.id: raise _Unchanged(_queued_seq(view.con))   # its own text (whitespace aside): nothing to queue
+    try: return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
+    except _Unchanged as u: return Ack(u.seq, "update", [f.id], already_stored=[f.id])
 
 # %% ../nbs/07b_maintain.ipynb #94e31d7f
 @patch
@@ -1271,3 +1283,9 @@ def stats(self:KnowledgeBase)->dict:
     transaction. Raises `StoreDamaged` as `tree()` does: the tree's check is the loader's, done once per committed generation (`tree()` caches it)."""
     self.tree()
     return self._r.stats(queue=True, check_tree=False)
+
+# %% ../nbs/07b_maintain.ipynb #bb08e388
+@patch
+def queue_state(self:KnowledgeBase)->dict:
+    "pending (queued, not applied), queued_seq, applied_seq and last_pass (the last pass report, a failed one included), read in one transaction; no tree check."
+    return self._r.queue_state()

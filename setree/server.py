@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'json_type', 'fact_items',
-           'fact_ids', 'in_json', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time',
-           'make_server', 'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec',
-           'open_app', 'cmd_serve', 'main']
+__all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'fact_items',
+           'fact_ids', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
+           'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app',
+           'cmd_serve', 'stopped', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -25,10 +25,10 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK (mcp>=2.3,<3): pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #4443841d
+# %% ../nbs/08b_server.ipynb #3d597448
 from . import __version__
 from .core import RepeatedKey, as_facts, patch, unique_keys
-from .cli import lists_in_json
+from .cli import _plain, in_json, json_type
 from .cover import check_budget, cover_data
 from .store import StoreDamaged
 
@@ -43,14 +43,14 @@ _FACT = {"anyOf": [
 def _schema(props:dict, required=()):
     return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
 
-# %% ../nbs/08b_server.ipynb #4afd9d6d
+# %% ../nbs/08b_server.ipynb #e2de27b0
 TOOLS = {   # name: (description, JSON schema of the arguments); `tools/list` lists them in this order
  "retrieve": ("Recall what this memory knows that is relevant to a prompt. Returns a context of at most `budget` tokens: the most "
               "relevant stored facts verbatim, and short summaries standing in for groups of related facts that do not fit one by one. "
               "Each line is marked `[f1]`, `[f2]`, … for a fact and `[s1]`, … for a summary, numbered within this context; after the context a "
               "line `fact ids: f1=<id>, …` (not counted in `budget`: about 14 tokens per fact shown) gives the stored id of every fact shown, which is what `update` and `forget` take. "
               "Call it before answering anything that may depend on what the user said earlier. Read-only and fast; it answers from the "
-              "last applied state and never waits for queued changes. `status` is `ok`, `empty` (nothing stored yet) or "
+              "last applied state and never waits for queued changes: when some wait, `pending` counts them and a note after the context (`pending_note`) says so. `status` is `ok`, `empty` (nothing stored yet) or "
               "`budget_too_small` (then `min_budget` is the smallest budget that returns something).",
               _schema({"prompt": {"type": "string", "description": "what you need to know, in natural language (e.g. the user's question)"},
                        "budget": {"type": "integer", "minimum": 1, "description": "the most tokens the context may take; omit it for the "
@@ -61,7 +61,7 @@ TOOLS = {   # name: (description, JSON schema of the arguments); `tools/list` li
                       ["prompt"])),
 }
 
-# %% ../nbs/08b_server.ipynb #89a381c6
+# %% ../nbs/08b_server.ipynb #88c55b4d
 TOOLS.update({
  "insert": ("Remember new facts. A fact is one short, self-contained statement, e.g. \"the user's cat is named Miso\". Give one text, "
             "or a list of texts or of objects {text, id?, meta?}. Returns at once with the fact ids and a sequence number `seq`: the facts "
@@ -76,7 +76,8 @@ TOOLS.update({
             _schema({"ids": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "minItems": 1}],
                              "description": "one fact id, or a list of them"}}, ["ids"])),
  "update": ("Replace the text of one stored fact, keeping its id: use it when something changed (the user moved, changed jobs). "
-            "Summaries that spoke of the old text are redone in the next pass.",
+            "Summaries that spoke of the old text are redone in the next pass. The fact's current text again (whitespace aside) changes nothing: "
+            "the answer says so and `queued` is false.",
             _schema({"id": {"type": "string", "description": "the id of the stored fact"},
                      "text": {"type": "string", "description": "the fact's new text"}}, ["id", "text"])),
  "build": ("Replace the whole knowledge base by these facts (a fresh build, applied by the background pass). Refused when the "
@@ -86,13 +87,13 @@ TOOLS.update({
                    ["facts"])),
 })
 
-# %% ../nbs/08b_server.ipynb #0a64cee9
+# %% ../nbs/08b_server.ipynb #a8e8fedf
 TOOLS.update({
  "maintain": ("Apply every queued change now instead of after the quiet period, and wait for that pass (at most `wait_seconds`). "
               "Rarely needed: changes are applied automatically. Returns the pass report and `applied_seq`.",
               _schema({"wait_seconds": {"type": "number", "minimum": 0, "maximum": 600, "default": 60,
                                         "description": "how long to wait for the pass; 0 returns at once"}})),
- "stats": ("What the memory holds and whether your changes are visible yet: facts, nodes and levels, `pending` changes, `queued_seq` "
+ "stats": ("What the memory holds and whether your changes are visible yet: facts, nodes and levels, `pending` changes (and `pending_note`, a sentence when some wait), `queued_seq` "
            "and `applied_seq` (a change acknowledged with `seq` is visible once `applied_seq` >= `seq`), the last pass (when, what "
            "changed, summarizer calls and fallbacks, error), the store's integrity, and the writer: `pass_running`, `running_since` (UTC ISO time, "
            "like the pass's `started_at`), `consecutive_failures`, `last_error` and `last_error_at` (the last failure, kept after later "
@@ -123,20 +124,7 @@ def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
         if p: return p.lstrip(".")
     return None
 
-# %% ../nbs/08b_server.ipynb #ac97e6ca
-def json_type(v)->str:
-    "What a JSON value is, in JSON's words (for messages to a JSON caller)."
-    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
-            else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
-
-# %% ../nbs/08b_server.ipynb #24cfd437
-def _plain(v):
-    "`v` with every whole float written as an integer (JSON has one number type: 1e9 is 1000000000); NaN and infinities stay."
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e16: return int(v)
-    if isinstance(v, list): return [_plain(x) for x in v]
-    if isinstance(v, dict): return {k: _plain(x) for k, x in v.items()}
-    return v
-
+# %% ../nbs/08b_server.ipynb #0e028c75
 def _shown(v)->str:
     "A JSON value as a caller wrote it, cut to 40 characters; numbers as JSON writes them (`1000000000`, `NaN`, `Infinity`)."
     try: t = json.dumps(_plain(v), ensure_ascii=False)
@@ -154,13 +142,14 @@ def fact_items(facts # one text, one {text, id?, meta?} object, or a list of the
     as_facts(items)
     return items
 
-# %% ../nbs/08b_server.ipynb #b5639477
+# %% ../nbs/08b_server.ipynb #65260795
 def fact_ids(ids # one fact id, or a list of them
             ):
-    "The ids of a `forget` call: none blank (the library's words for a blank id; it checks their types itself). Raises `ValueError`."
+    "The ids of a `forget` call: none blank, in the library's words (`fact id is blank: '  '`; it checks their types itself). Raises `ValueError`."
     from setree.core import is_blank
     items = [ids] if isinstance(ids, str) else ids if isinstance(ids, list) else []
-    if any(isinstance(i, str) and is_blank(i) for i in items): raise ValueError("fact id is blank")
+    blank = next((i for i in items if isinstance(i, str) and is_blank(i)), None)
+    if blank is not None: raise ValueError(f"fact id is blank: {blank!r:.60}")
 
 # %% ../nbs/08b_server.ipynb #74001502
 def _flag(name):
@@ -180,29 +169,6 @@ def _budget(v):
 
 _CHECKS = {"retrieve": {"budget": _budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
            "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}, "forget": {"ids": fact_ids}}
-
-# %% ../nbs/08b_server.ipynb #a5596449
-_PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'),
-               ("an object (dict)", "an object"))
-_PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
-            "tuple": "an array", "dict": "an object"}
-_GOT_VALUE = re.compile(r"(got |, (?!got ))(.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")   # "got 5 (int)", "got 5 (int), 2.5 (float)"
-_GOT_TYPE = re.compile(r"\b(got|, not) (NoneType|bool|int|float|str|list|tuple|dict)\b")
-
-def _json_repr(py:str)->str:
-    "A Python literal of a message (`None`, `True`, `'x'`, `['a']`) written as JSON; unchanged when it is not one."
-    import ast
-    try: return json.dumps(_plain(float(py) if py in ("nan", "inf", "-inf") else ast.literal_eval(py)), ensure_ascii=False)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return py
-
-# %% ../nbs/08b_server.ipynb #e8491a03
-def in_json(msg:str # a message of the library
-           )->str: # the same message in the words of a JSON caller
-    "A library message for an MCP caller: Python values and type names become JSON ones (`None (NoneType)` -> `null (null)`, `['x']` -> `[\"x\"]`), keyword arguments become JSON arguments."
-    for py, js in _PY_TO_JSON: msg = msg.replace(py, js)
-    msg = _GOT_VALUE.sub(lambda m: f"{m.group(1)}{_json_repr(m.group(2))} ({_PY_TYPE[m.group(3)]})", msg)
-    msg = _GOT_TYPE.sub(lambda m: f"{m.group(1)} {_PY_TYPE[m.group(2)]}", msg)
-    return lists_in_json(msg)
 
 # %% ../nbs/08b_server.ipynb #98773d65
 def check_arguments(name:str, # the tool's name
@@ -423,21 +389,24 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #55870b58
+# %% ../nbs/08b_server.ipynb #ded2e24c
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
     return mt.CallToolResult(content=[_text(text)], structured_content=data, is_error=error)
 
-def _retrieve_text(c, pending:int=0)->str:
-    "The tool's text: the rendered context, then the stored id of every fact it shows (markers are numbered per context)."
-    if c.status == "empty":
-        if pending: return f"(nothing is applied yet: {pending} queued change(s) become visible after the next pass; see `stats`)"
-        from setree.cli import EMPTY_KB
-        return EMPTY_KB
-    if c.status == "budget_too_small": return f"(budget {c.budget} is too small: the smallest budget that returns something is {c.min_budget})"
-    ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
-    return c.render() + (f"\n\nfact ids: {ids}" if ids else "")
+def _retrieve_text(c, note:str|None=None # `queued_note` of the changes waiting in the queue, or None
+                  )->str:
+    "The tool's text: the rendered context, then the stored id of every fact it shows (markers are numbered per context), then the note on waiting changes."
+    from setree.cli import EMPTY_KB
+    if c.status == "empty": text = EMPTY_KB
+    elif c.status == "budget_too_small": text = f"(budget {c.budget} is too small: the smallest budget that returns something is {c.min_budget})"
+    else:
+        ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
+        text = c.render() + (f"\n\nfact ids: {ids}" if ids else "")
+    return text + (f"\n\nnote: {note}" if note else "")
+
+SERVER_WAY = "the server's background pass applies {them} (the `maintain` tool applies {them} now and waits for it)"   # `queued_note`'s way here
 
 # %% ../nbs/08b_server.ipynb #7e3ff8f2
 class MemoryServer:
@@ -466,29 +435,33 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #b39abfe5
+# %% ../nbs/08b_server.ipynb #7934f37e
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
-             earlier_pending:bool=True, # an insert of stored texts only: whether a change queued before it is still unapplied
+             earlier_pending:bool=True, # an insert of stored texts only, or an update to the fact's own text: whether a change queued before it is still unapplied
             )->str: # the command line's lines for the change (`setree.cli`), then when it becomes visible
     "What a queued change did, for a person, as `setree insert`/`forget`/`update`/`build` say it, then when it is visible."
     from setree.cli import _ack_lines
     head = _ack_lines(ack.op, ack) if ack.ids else f"{ack.op} (seq {ack.seq})"
     if replaced: head += f"\ndeletes the {replaced} facts stored now"
-    if ack.op == "insert" and not set(ack.ids) - set(ack.already_stored):
+    if _nothing_new(ack):
         if not earlier_pending: return head + "\nnothing to wait for: every text is stored and visible already."
         return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {ack.seq}."
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally within a second)."
 
-# %% ../nbs/08b_server.ipynb #0d1ffc09
+def _nothing_new(ack)->bool:
+    "An insert whose every text was stored already, or an update to the fact's own text: nothing for a pass to do."
+    return ack.op in ("insert", "update") and not set(ack.ids) - set(ack.already_stored)
+
+# %% ../nbs/08b_server.ipynb #137cdee3
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
     from setree.cli import repeated_ids
-    self.writer.changed()
-    nothing_new = ack.op == "insert" and not set(ack.ids) - set(ack.already_stored)
-    earlier = nothing_new and self._queue.queue_state()["applied_seq"] < ack.seq - 1   # every change before this one applied: its texts are visible
-    d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": True, **({"replaces_facts": replaced} if replaced is not None else {})}
+    queued = not (ack.op == "update" and ack.already_stored)
+    if queued: self.writer.changed()
+    earlier = _nothing_new(ack) and self._queue.queue_state()["applied_seq"] < ack.seq - queued   # every change before this one applied: its texts are visible
+    d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": queued, **({"replaces_facts": replaced} if replaced is not None else {})}
     return _result(ack_text(ack, replaced, earlier), d)
 
 # %% ../nbs/08b_server.ipynb #0fe2e54c
@@ -497,30 +470,33 @@ def iso_time(t:float|None # seconds since the epoch, or None
     from datetime import datetime, timezone
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
-# %% ../nbs/08b_server.ipynb #3949ec2e
+# %% ../nbs/08b_server.ipynb #27fe4b44
 @patch
 def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
-    c = self.kb.retrieve(prompt, budget)
-    return _result(_retrieve_text(c, self.writer._pending() if c.status == "empty" else 0), cover_data(c, all_fact_ids))
+    from setree.cli import queued_note
+    q = self._queue.queue_state()   # first: see above
+    c, note = self.kb.retrieve(prompt, budget), queued_note(q, SERVER_WAY)
+    return _result(_retrieve_text(c, note), {**cover_data(c, all_fact_ids), "pending": q["pending"], "pending_note": note})
 
 @patch
 def tool_stats(self:MemoryServer):
-    w = self.writer
-    s = {**self.kb.stats(), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
+    from setree.cli import queued_note
+    w, st = self.writer, self.kb.stats()
+    s = {**st, "pending_note": queued_note(st, SERVER_WAY), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
                                        "passes": w.passes, "consecutive_failures": w.failures, "last_error": w.last_error,
                                        "last_error_at": iso_time(w.last_error_at),
                                        "quiet_ms": round(1000 * w.quiet_s), "passes_in": "process" if self.worker else "thread",
                                        "worker_pid": self.worker.pid if self.worker else None}}
     return _result(json.dumps(s, ensure_ascii=False, indent=1, default=str), json.loads(json.dumps(s, default=str)))
 
-# %% ../nbs/08b_server.ipynb #4220f675
+# %% ../nbs/08b_server.ipynb #266ce6b4
 @patch
 def tool_maintain(self:MemoryServer, wait_seconds=60):
     from setree.store import StoreError
     w = self.writer
     done = w.wait(w.request(), float(wait_seconds)) if wait_seconds and w.damaged is None else False
-    try: s = self.kb.stats() if w.damaged is None else self.kb._r.queue_state()
-    except StoreError: s = self.kb._r.queue_state()
+    try: s = self.kb.stats() if w.damaged is None else self.kb.queue_state()
+    except StoreError: s = self.kb.queue_state()   # (a store found damaged now: the queue still reads, without the tree's check)
     failed = w.damaged or (w.last_outcome if done else None)
     d = {"done": done, "failed": bool(failed), "applied_seq": s.get("applied_seq"), "queued_seq": s.get("queued_seq"), "pending": s.get("pending"),
          "last_pass": s.get("last_pass"), "writer_error": str(failed) if failed else w.last_error if w.failures else None}
@@ -852,7 +828,7 @@ def _exit_soon(app, code:int, wait_s:float=5.0):
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #4e29da1e
+# %% ../nbs/08b_server.ipynb #1351c974
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 128 + the signal's number when stopped (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 1 otherwise (a damaged store, at start or while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
@@ -869,9 +845,25 @@ def cmd_serve(args # parsed `add_serve_args` arguments
     try: _serve(app)
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, interrupted_code())
     except StoreError as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1   # a store found damaged while serving (its message says so): a store failure, exit 1 as for every command
-    except Exception as e: log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
+    except (Exception, BaseExceptionGroup) as e:
+        if stopped(e): print(INTERRUPTED, file=sys.stderr); _exit_soon(app, interrupted_code())   # a stop signal that struck inside a task
+        if not isinstance(e, Exception): raise
+        log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
     finally: app.close()
     return 0
+
+# %% ../nbs/08b_server.ipynb #4d81e18a
+def stopped(e:BaseException # an error that ended the server
+           )->bool: # True when a `KeyboardInterrupt` is `e`, is in it (an exception group), or caused it
+    "Whether a stop signal (Ctrl-C, SIGTERM, SIGHUP: a `KeyboardInterrupt`) ended the server, however the event loop wrapped it."
+    todo, seen = [e], set()
+    while todo:
+        x = todo.pop()
+        if x is None or id(x) in seen: continue
+        seen.add(id(x))
+        if isinstance(x, KeyboardInterrupt): return True
+        todo += [*getattr(x, "exceptions", ()), x.__cause__, x.__context__]
+    return False
 
 # %% ../nbs/08b_server.ipynb #777219bc
 INTERRUPTED = "setree serve: interrupted"   # Ctrl-C or a stop signal: the one line, starting or serving (exit 128 + the signal's number)
