@@ -20,14 +20,14 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_C
 # %% ../nbs/07b_maintain.ipynb #5bf34222
 from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
-# %% ../nbs/07b_maintain.ipynb #45068a9b
+# %% ../nbs/07b_maintain.ipynb #a3dddc48
 @dataclass
 class Ack:
     "The acknowledgement of a queued mutation."
     seq: int        # sequence number in the queue; applied once stats()["applied_seq"] >= seq
     op: str         # "insert" | "forget" | "update" | "build" | "reset"
     ids: list       # fact ids affected (an insert of an already stored text: the stored fact's id)
-    already_stored: list = field(default_factory=list)  # insert: the ids among `ids` whose text was already stored (or queued): nothing new for them
+    already_stored: list = field(default_factory=list)  # insert: the ids among `ids` whose text was already stored (or queued): nothing new for them; update: the id, when its text was already this one (nothing queued)
     merged: dict = field(default_factory=dict)  # {id: id it is stored under} for an item that named its own id but repeated an earlier item's text
     def to_dict(self)->dict:
         "The acknowledgement as a JSON-ready dict (the same fields), as the CLI's `--json` and the MCP tools return it."

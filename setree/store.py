@@ -725,10 +725,10 @@ def _read_v1(con, meta:dict, path)->Tree:
     t._generation = 0
     return t
 
-# %% ../nbs/07_store.ipynb #ff039b89
+# %% ../nbs/07_store.ipynb #d2db5dd1
 @patch
 def _upgrade(self:Store):
-    "Rewrite a version-1 store in the version-2 layout, in one transaction (a failure leaves the version-1 store as it was)."
+    "Rewrite a version-1 store in today's layout (`SCHEMA_VERSION`), in one transaction (a failure leaves the version-1 store as it was)."
     def up(con):
         meta = _meta(con)
         if meta.get("schema_version") != "1": return
