@@ -272,9 +272,9 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"], ack)
     return rep
 
-# %% ../nbs/08_cli.ipynb #d8c49f74
+# %% ../nbs/08_cli.ipynb #ef5ed333
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
-    if rep is None: return "queued; not applied yet (--defer): run `setree maintain`"
+    if rep is None: return f"queued; not applied yet (--defer): `setree maintain --db {db}` applies it" if db else "queued; not applied yet (--defer): `setree maintain` applies it"
     if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
                             f"applies it (`setree stats --db {db}` shows applied_seq)")
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
