@@ -282,12 +282,19 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #5f025c6a
+# %% ../nbs/07_store.ipynb #b85a6efb
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
 
 def _busy(e:Exception)->bool: return isinstance(e, sqlite3.OperationalError) and ("locked" in str(e) or "busy" in str(e))
+
+def _rollback(con):
+    """Roll back the open transaction, if SQLite still has one. An interrupt (Ctrl-C) or an I/O error may already have ended it; then
+    ROLLBACK itself fails ("no transaction is active"), and that error must not replace the one being raised."""
+    if con.in_transaction:
+        try: con.execute("ROLLBACK")
+        except sqlite3.Error: pass
 
 def _read_only_fs(d:Path)->bool: return bool(os.statvfs(d).f_flag & os.ST_RDONLY)
 
@@ -308,7 +315,7 @@ def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
         raise StoreError(f"cannot read store {p}: it is on a read-only file system and its -wal file holds changes that SQLite can only apply where it can write; open it once on a writable copy")
     return con("?mode=ro&immutable=1")   # a read-only file system: nothing can change the file, no locks are needed
 
-# %% ../nbs/07_store.ipynb #d146de1b
+# %% ../nbs/07_store.ipynb #d3c8b337
 class Store:
     "One setree knowledge base in one SQLite file (WAL mode). Thread-safe: one connection, one lock."
     def __init__(self, path, # file of the knowledge base (str or Path); canonicalized, see `.path`
@@ -374,7 +381,7 @@ class Store:
                     con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"); self._create()
                     con.executemany("INSERT INTO meta VALUES (?, ?)", [("format", FORMAT), ("schema_version", str(SCHEMA_VERSION))])
                 con.execute("COMMIT")
-            except BaseException: con.execute("ROLLBACK"); raise
+            except BaseException: _rollback(con); raise
         tables = self._tables()
         if "meta" not in tables: raise StoreError(f"{self.path} is not a setree store: an SQLite database with tables {sorted(tables)[:8]} and no setree meta table")
         meta = dict(con.execute("SELECT key, value FROM meta"))
@@ -409,7 +416,7 @@ class Store:
         if self._con is None: raise StoreError(f"store {self.path} is closed")
         return self._con
 
-# %% ../nbs/07_store.ipynb #884d08f6
+# %% ../nbs/07_store.ipynb #f5a8d920
 @patch
 def _txn(self:Store, fn, write:bool):
     with self._lock:
@@ -419,7 +426,7 @@ def _txn(self:Store, fn, write:bool):
             con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try: out = fn(con); con.execute("COMMIT"); return out
             except BaseException:
-                if con.in_transaction: con.execute("ROLLBACK")
+                _rollback(con)
                 raise
         except sqlite3.DatabaseError as e:
             if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
