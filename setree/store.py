@@ -587,7 +587,7 @@ def _quotes_from_rows(blobs:list, K:np.ndarray)->list:
         for i, v in enumerate(own): out[v] = nums[o[i]:o[i + 1]]
     return out
 
-# %% ../nbs/07_store.ipynb #ebf50438
+# %% ../nbs/07_store.ipynb #236c41bb
 def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, arrs:dict)->Tree:
     "Assemble a Tree from the rows read by `load` (see the layout table above)."
     layout = json.loads(meta["layout"])
@@ -614,6 +614,9 @@ def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, 
         kw["leaf_sum"] = S
     for name in DERIVED_FIELDS:   # (a version-2 store holds each of them as it is)
         if name in layout["fields"]: kw[name] = arrs.get(name)
+    for name, rows in (("proj", N), ("line_tokens", M)):   # (what no load recomputes must be there, one row per fact / node)
+        if name in layout["fields"] and (kw[name] is None or len(kw[name]) != rows):
+            raise ValueError(f"its {name} array is {'missing' if kw[name] is None else f'{len(kw[name])} rows long, not {rows}'}")
     t = Tree(facts=facts, texts=texts, parent=parent, children=_children_of(parent), level=i64(cols[1]), tokens=i64(cols[4]),
              emb=emb, summarizer=list(cols[5]), quotes=_quotes_from_rows(list(cols[12]), K),
              truncated=np.array([bool(r[4]) for r in frows], bool) if layout["truncated"] else None,
