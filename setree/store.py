@@ -668,10 +668,13 @@ def _read_tree(con, path)->Tree:
     t._generation = int(meta.get("generation", "0"))
     return t
 
-# %% ../nbs/07_store.ipynb #b2b2a7c0
+# %% ../nbs/07_store.ipynb #8e475571
 def check_counts(path, meta:dict, n_facts:int, n_nodes:int):
-    "Raise `StoreDamaged` when the fact and node rows are not as many as the last commit wrote (`meta`)."
-    if "n_nodes" in meta and (n_facts != int(meta["n_facts"]) or n_nodes != int(meta["n_nodes"])):
+    "Raise `StoreDamaged` when the fact and node rows are not as many as the last commit wrote (`meta`), or `meta` holds no counts."
+    if "n_nodes" not in meta: return
+    try: want = int(meta["n_facts"]), int(meta["n_nodes"])
+    except (KeyError, ValueError): raise StoreDamaged(f"store {path} is damaged: its meta counts are n_facts = {meta.get('n_facts')!r:.40}, n_nodes = {meta.get('n_nodes')!r:.40}") from None
+    if (n_facts, n_nodes) != want:
         raise StoreDamaged(f"store {path} is damaged: {n_facts} facts / {n_nodes} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
 
 def counts_in(con, path):
