@@ -12,10 +12,10 @@ from .core import ClusterLevel, Fact, Tree, as_facts, check_fact_id, count_token
 from .store import EmbedderMismatch, Store, StoreBusy, StoreDamaged, StoreError, _align, _inserts_only, _meta, _missing, counts_in, empty_tree, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_COPY_NODES', 'TOP_CHURN', 'Ack', 'KnowledgeBase',
-           'plan_mutations', 'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'pass_error',
-           'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
-           'update_line_tokens', 'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_COPY_NODES', 'TOP_CHURN', 'STALE_SCAN_FACTS',
+           'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild', 'carry_terms', 'carry_phrase_stats',
+           'settle_phrase_stats', 'pass_error', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble',
+           'update_fidelity', 'update_projections', 'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #5bf34222
 from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
@@ -1045,7 +1045,7 @@ def _extend_rows(E:np.ndarray, M:int)->np.ndarray:
         out = buf[:M]; out[len(E):] = 0; return out
     out = np.zeros((M, E.shape[1]), E.dtype); out[:len(E)] = E; return out
 
-# %% ../nbs/07b_maintain.ipynb #2f4a3525
+# %% ../nbs/07b_maintain.ipynb #3fd9089c
 def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:str, config)->tuple[Tree, np.ndarray, np.ndarray]:
     """The new tree from the decided structure: kept nodes carry their committed summary. Returns (tree, needs, kept):
     needs[v] where a summary must be written, kept[v] where a committed summary is reused."""
@@ -1096,9 +1096,28 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
         gone_texts = [base.facts[i].text for i in gone_nums]
         anc = np.array(sorted(_ancestors(base, gone_nums)), np.int64)
         if len(anc):
+            words, left = _phrase_keys(gone_texts), set(gone_nums)
             for a, j in zip(anc.tolist(), kix(Kb[anc]).tolist()):
-                if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts)): needs[j] = True
+                if j >= N and kept[j] and (base.summarizer[a] == "chat" or any(g in base.texts[a] for g in gone_texts) or _stale_words(base, a, words, left)):
+                    needs[j] = True
     return t, needs, kept
+
+# %% ../nbs/07b_maintain.ipynb #d9d1550c
+STALE_SCAN_FACTS = 5000   # facts under a node read to tell whether a phrase of a gone fact is still theirs (above: written anew)
+
+def _phrase_keys(texts:list[str])->set:
+    from setree.summarize import fact_phrases
+    return {k for t in texts for k, _ in fact_phrases(t)}
+
+def _stale_words(base:Tree, a:int, words:set, gone:set)->bool:
+    "Whether the summary of node `a` names a phrase of a gone fact (`words`) that none of the facts left under it has (`gone`: fact numbers)."
+    hit = _phrase_keys([base.texts[a]]) & words
+    lo, hi = int(base.start[a]), int(base.stop[a])
+    if not hit or hi - lo > STALE_SCAN_FACTS: return bool(hit)
+    for i in base.order[lo:hi].tolist():
+        if i not in gone: hit -= _phrase_keys([base.facts[i].text])
+        if not hit: return False
+    return True
 
 # %% ../nbs/07b_maintain.ipynb #13471b85
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
