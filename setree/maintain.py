@@ -12,10 +12,10 @@ from .core import ClusterLevel, Fact, Tree, as_facts, check_fact_id, count_token
 from .store import EmbedderMismatch, Store, StoreBusy, StoreDamaged, StoreError, _align, _inserts_only, _meta, _missing, counts_in, empty_tree, norm_text
 
 # %% auto #0
-__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_COPY_NODES', 'TOP_CHURN', 'STALE_SCAN_FACTS',
-           'Ack', 'KnowledgeBase', 'plan_mutations', 'full_rebuild', 'carry_terms', 'carry_phrase_stats',
-           'settle_phrase_stats', 'pass_error', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble',
-           'update_fidelity', 'update_projections', 'update_line_tokens', 'incremental_pass']
+__all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_COPY_NODES', 'TOP_CHURN', 'Ack', 'KnowledgeBase',
+           'plan_mutations', 'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'pass_error',
+           'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
+           'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #5bf34222
 from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
@@ -1102,9 +1102,7 @@ def assemble(base:Tree, plan:_Plan, facts:_Members, tr, st:_Grow, embedder_id:st
                     needs[j] = True
     return t, needs, kept
 
-# %% ../nbs/07b_maintain.ipynb #d9d1550c
-STALE_SCAN_FACTS = 5000   # facts under a node read to tell whether a phrase of a gone fact is still theirs (above: written anew)
-
+# %% ../nbs/07b_maintain.ipynb #d5386bef
 def _phrase_keys(texts:list[str])->set:
     from setree.summarize import fact_phrases
     return {k for t in texts for k, _ in fact_phrases(t)}
@@ -1112,12 +1110,13 @@ def _phrase_keys(texts:list[str])->set:
 def _stale_words(base:Tree, a:int, words:set, gone:set)->bool:
     "Whether the summary of node `a` names a phrase of a gone fact (`words`) that none of the facts left under it has (`gone`: fact numbers)."
     hit = _phrase_keys([base.texts[a]]) & words
+    if not hit: return False
     lo, hi = int(base.start[a]), int(base.stop[a])
-    if not hit or hi - lo > STALE_SCAN_FACTS: return bool(hit)
-    for i in base.order[lo:hi].tolist():
-        if i not in gone: hit -= _phrase_keys([base.facts[i].text])
-        if not hit: return False
-    return True
+    texts = [base.facts[i].text for i in base.order[lo:hi].tolist() if i not in gone]
+    for k in sorted(hit):
+        pat = re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, k.split())) + r"(?!\w)", re.IGNORECASE)
+        if not any(map(pat.search, texts)): return True
+    return False
 
 # %% ../nbs/07b_maintain.ipynb #13471b85
 def _levels_in_numbers(st:_Grow, base:Tree, K:np.ndarray)->list:
