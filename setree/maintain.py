@@ -326,7 +326,7 @@ def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
     return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
                  set(), False, dict(inserted=k, forgotten=0, updated=0), _Layered(under, norms), _Layered(base._ids, ids), N)   # (keys ascending: every committed fact in place)
 
-# %% ../nbs/07b_maintain.ipynb #02547130
+# %% ../nbs/07b_maintain.ipynb #69aff3b5
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
                   )->_Plan:
@@ -360,7 +360,8 @@ def plan_mutations(base:Tree, # the committed tree
             norms.pop(norm_text(s[0].text), None); norms[norm_text(p["text"])] = p["id"]
             if s[1] >= 0: gone.add(p["id"])
             state[p["id"]] = [Fact(p["id"], p["text"], {**s[0].meta, "updated_at": p["at"]}), s[1], True]; c["updated"] += 1
-        else: raise StoreError(f"unknown queued operation {op!r}")
+        else: raise StoreError(f"queued change seq {seq} has an operation this setree does not know ({str(op)!r:.40}): a newer setree or a hand "
+                               f"wrote it; upgrade setree, or take it back with KnowledgeBase(path).withdraw({seq}) (the other queued changes stay)")
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
     return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms, rebuild=rebuild)
 
