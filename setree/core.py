@@ -13,9 +13,9 @@ import numpy as np
 
 # %% auto #0
 __all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
-           'check_fact_id', 'check_new_fact_id', 'tidy_text', 'as_facts', 'RepeatedKey', 'unique_keys',
-           'default_vocab_path', 'wordpiece_tokenizer', 'strip_dropped', 'token_costs', 'encoding_tokens',
-           'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
+           'unicode_problem', 'check_fact_id', 'check_new_fact_id', 'tidy_text', 'as_facts', 'RepeatedKey',
+           'unique_keys', 'default_vocab_path', 'wordpiece_tokenizer', 'strip_dropped', 'token_costs',
+           'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
 def patch(f): # a function whose first parameter is annotated with the class, e.g. `def save(self:Store, ...)`
@@ -60,15 +60,23 @@ def _nesting(x)->int:
             if d <= MAX_META_DEPTH: stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
     return deepest
 
-# %% ../nbs/00_core.ipynb #f1a53412
+# %% ../nbs/00_core.ipynb #491fcb23
 _ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")   # an id is one line of plain text: no control character (tab included), no line break
+
+def unicode_problem(s:str # a string that UTF-8 cannot encode
+                   )->str: # what is wrong with it, in words
+    """Bytes that were not UTF-8 (Python keeps them as U+DC80..U+DCFF when it decodes a command line or a file name), or a lone
+    surrogate (from `\\ud83d`-style escapes): each said in its own words."""
+    i = next((i for i, c in enumerate(s) if "\udc80" <= c <= "\udcff"), None)
+    if i is not None: return f"not UTF-8 text (the byte 0x{ord(s[i]) - 0xDC00:02X} at character {i + 1} could not be decoded)"
+    return "not valid Unicode (lone surrogate)"
 
 def check_fact_id(fid # a caller's fact id
                  )->str: # `fid` itself
     "Refuse what cannot be a fact id: `TypeError` for a non-string, `ValueError` for a lone surrogate, a blank id, a control character or line break."
     if not isinstance(fid, str): raise TypeError(f"id must be a string, got {fid!r:.40} ({type(fid).__name__})")
     try: fid.encode("utf-8")
-    except UnicodeEncodeError: raise ValueError("id is not valid Unicode (lone surrogate)") from None
+    except UnicodeEncodeError: raise ValueError(f"id is {unicode_problem(fid)}") from None
     if is_blank(fid): raise ValueError("id is blank")
     if m := _ID_CONTROL.search(fid): raise ValueError(f"id holds a control character or line break (U+{ord(m[0]):04X})")
     return fid
@@ -128,7 +136,7 @@ def tidy_text(text:str # a fact's text as given
     "The form in which a fact is stored: whitespace costs no tokens (see `count_tokens`), so a long run of it would pass into a context unpaid."
     return _WS_RUN.sub(lambda m: "\n" if _BREAKS.intersection(m[0]) else " ", text.replace("\ufeff", "").strip())   # a byte-order mark is never content
 
-# %% ../nbs/00_core.ipynb #24bbafc1
+# %% ../nbs/00_core.ipynb #bfccaeb8
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f]")  # C0 controls and DEL, except tab and the line breaks of `str.splitlines` (\n \v \f \r \x1c-\x1e)
 
 def _check_texts(raw):
@@ -139,7 +147,7 @@ def _check_texts(raw):
     for i, (_, t, _) in enumerate(raw):
         try: t.encode("utf-8")
         except UnicodeEncodeError: unenc.append(i)
-    if unenc: raise ValueError(f"fact text is not valid Unicode (lone surrogate) at index {unenc[:20]}")
+    if unenc: raise ValueError(f"fact text is {unicode_problem(raw[unenc[0]][1])} at index {unenc[:20]}")
     blank = [i for i, (_, t, _) in enumerate(raw) if is_blank(t)]
     if blank: raise ValueError(f"{'blank fact' if len(blank) == 1 else f'{len(blank)} blank facts'} (empty, whitespace or invisible characters only) at index {blank[:20]}")
     ctrl = [i for i, (_, t, _) in enumerate(raw) if _CONTROL.search(t)]
