@@ -253,24 +253,38 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #df7dc6b7
+# %% ../nbs/08_cli.ipynb #9f4d7097
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
-    "A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`, `ack` the queued change's (None for `maintain`)."
-    def __init__(self, msg:str, reason:str, ack=None): super().__init__(msg); self.reason, self.ack = reason, ack
+    """A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`, `ack` the
+    change's (None for `maintain`), `withdrawn` True when the change was taken back (a build) rather than left queued."""
+    def __init__(self, msg:str, reason:str, ack=None, withdrawn:bool=False): super().__init__(msg); self.reason, self.ack, self.withdrawn = reason, ack, withdrawn
 
 UNCHANGED = "unchanged"   # `_pass` for an update to the fact's own text: nothing was queued, so no pass runs
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
-    "Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store; a failed pass raises `PassFailed` (its change stays queued)."
+    """Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store. A failed pass
+    raises `PassFailed` (`_after_failed` says what became of the change), or `KeyboardInterrupt` when a stop signal came first (the failure is its doing)."""
     if ack.op == "update" and ack.already_stored: return UNCHANGED
     if getattr(args, "defer", False): return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
     except StoreBusy: return BUSY
-    if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"], ack)
+    if rep["error"] and _STOPPED_BY[0] is not None: raise KeyboardInterrupt(rep["error"])   # e.g. an import the signal cut short: `ImportError: initialization failed`
+    if rep["error"]:
+        gone = _after_failed(kb, what, ack)
+        raise PassFailed(f"maintenance pass failed: {rep['error']}; " + (f"the build was withdrawn (seq {ack.seq}); the store is as it was" if gone else
+                         f"the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it"), rep["error"], ack, withdrawn=gone)
     return rep
+
+# %% ../nbs/08_cli.ipynb #2ac1ddf6
+def _after_failed(kb, what:str, ack)->bool:
+    "After a failed pass: withdraw the change if it is a build (True when withdrawn); any other change stays queued (False), as does a build another process holds the lock of."
+    from setree.store import StoreError
+    if what != "build": return False
+    try: return kb.withdraw(ack.seq)
+    except StoreError: return False
 
 # %% ../nbs/08_cli.ipynb #ef5ed333
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
@@ -282,7 +296,7 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
         counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
-# %% ../nbs/08_cli.ipynb #84f9db8a
+# %% ../nbs/08_cli.ipynb #f79a411f
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
@@ -299,7 +313,7 @@ def cmd_build(args)->int:
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
-# %% ../nbs/08_cli.ipynb #dbcb22c1
+# %% ../nbs/08_cli.ipynb #54c4741f
 def _build_config(args): # a `setree.build.Config`
     "The `Config` of `setree build`: --seed, --summary-tokens, --k-max and --llm-timeout over --config (or $SETREE_CONFIG) over the defaults."
     from setree.build import Config
@@ -423,7 +437,7 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), "ack": ack.to_dict()})
     return interrupted_code()
 
-# %% ../nbs/08_cli.ipynb #c5a8ff2e
+# %% ../nbs/08_cli.ipynb #53b9cdb0
 def _remove_new_store(kb, ours:int|None=None # the seq of this command's change, which may still be queued
                      )->bool:
     "Close `kb` and delete its files (the store, `-wal`, `-shm`, `-lock`) if it holds no fact, no tree and no queued change but `ours`; True if removed."
@@ -445,21 +459,30 @@ def _failed_new(kb, new:bool, # `new`: this command created the store file
     if not new or isinstance(e, StoreBusy) or not _remove_new_store(kb, None if ack is None else ack.seq): raise e
     raise PassFailed(f"the {what} failed: {getattr(e, 'reason', e)}; the store it had created, {kb.path}, is removed", getattr(e, "reason", str(e))) from None
 
-# %% ../nbs/08_cli.ipynb #b31e7b9e
+# %% ../nbs/08_cli.ipynb #bb44dc3e
 def _change(kb, args, what:str, new:bool, # `new`: this command created the store file
             queue, # callable kb -> the change's `Ack` (refusals raised as `UsageError`)
             ack_text, # callable ack -> the acknowledgement a person reads
            )->tuple: # (ack, the pass report / `BUSY` / None (--defer), None); or (ack, None, the exit code) when Ctrl-C stopped the pass
     "Queue a change, acknowledge it and run its pass, the one sequence of `setree build` and the three changes. Raises `PassFailed` for a failed pass."
     from setree.store import StoreError
-    try: ack = queue(kb)
+    try:
+        with _stops_deferred(): ack = queue(kb)   # a stop signal waits until the change's seq is known (`_stops_deferred`)
     except StoreError as e: _failed_new(kb, new, what, None, e)
-    _ack_now(args, ack_text(ack))
-    try: return ack, _pass(kb, args, what, ack), None
+    try:
+        if _STOPPED_BY[0] is not None: raise KeyboardInterrupt
+        _ack_now(args, ack_text(ack))
+        return ack, _pass(kb, args, what, ack), None
     except KeyboardInterrupt: return ack, None, _interrupted(kb, what, ack, created=new)
-    except PassFailed as e: _failed_new(kb, new, what, ack, e)
+    except Exception as e:
+        if _STOPPED_BY[0] is not None: return ack, None, _interrupted(kb, what, ack, created=new)   # the stop signal's doing, whatever the error says
+        if not isinstance(e, PassFailed) and _after_failed(kb, what, ack):   # a build's pass that raised: withdrawn too
+            e = PassFailed(f"the build's pass failed: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{one_line(e)}; "
+                           f"the build was withdrawn (seq {ack.seq}); the store is as it was", str(e), ack, withdrawn=True)
+        if isinstance(e, PassFailed): _failed_new(kb, new, what, ack, e)
+        raise
 
-# %% ../nbs/08_cli.ipynb #c4501bc3
+# %% ../nbs/08_cli.ipynb #9da68f8a
 def _mutate(args, what:str, fn)->int:
     new = not Path(args.db).exists()
     def queue(kb):
@@ -903,25 +926,39 @@ def _data_parsers(sub):
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
     el.add_argument("--config", default=None, help="strict JSON config file"); el.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-# %% ../nbs/08_cli.ipynb #27b502b6
+# %% ../nbs/08_cli.ipynb #26d60547
 @contextlib.contextmanager
 def _stops_as_interrupt():
-    "Within: SIGTERM and SIGHUP raise `KeyboardInterrupt` (main thread only; elsewhere signals cannot be handled)."
+    "Within: SIGTERM, SIGHUP and SIGINT (unless ignored) raise `KeyboardInterrupt` and are noted in `_STOPPED_BY` (main thread only; elsewhere signals cannot be handled)."
     import signal, threading
+    _STOPPED_BY[0] = None
     if threading.current_thread() is not threading.main_thread(): yield; return
     def stop(signum, frame): _STOPPED_BY[0] = signum; raise KeyboardInterrupt(signal.Signals(signum).name)
-    old, _STOPPED_BY[0] = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}, None
+    ours = [signal.SIGTERM, signal.SIGHUP] + [signal.SIGINT] * (signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    old = {s: signal.signal(s, stop) for s in ours}
     try: yield
     finally:
         for s, h in old.items(): signal.signal(s, h)
 
-# %% ../nbs/08_cli.ipynb #a6b4161d
-_STOPPED_BY = [None]   # the stop signal (SIGTERM, SIGHUP) that raised the last `KeyboardInterrupt`; None: Ctrl-C
+# %% ../nbs/08_cli.ipynb #5193bed1
+_STOPPED_BY = [None]   # the stop signal (SIGINT, SIGTERM, SIGHUP) this command received; None: none (a `KeyboardInterrupt` then counts as Ctrl-C)
 
 def interrupted_code()->int:
     "The exit code of a command stopped by a signal: 128 + its number, as a shell reports it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."
     import signal
     return 128 + (_STOPPED_BY[0] or signal.SIGINT)
+
+# %% ../nbs/08_cli.ipynb #5e82c312
+@contextlib.contextmanager
+def _stops_deferred():
+    "Within: a stop signal is noted in `_STOPPED_BY`, not raised; on leaving, the previous handlers come back (the caller raises `KeyboardInterrupt` when `_STOPPED_BY` is set)."
+    import signal, threading
+    if threading.current_thread() is not threading.main_thread(): yield; return
+    def note(signum, frame): _STOPPED_BY[0] = signum
+    old = {s: signal.signal(s, note) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT) if signal.getsignal(s) is not signal.SIG_IGN}
+    try: yield
+    finally:
+        for s, h in old.items(): signal.signal(s, h)
 
 # %% ../nbs/08_cli.ipynb #2f6de637
 CLUSTERING = {"build", "insert", "forget", "update", "maintain", "demo", "eval"}   # the commands that may import igraph
@@ -958,7 +995,7 @@ def _parse(argv:list)->argparse.Namespace:
         p.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 
-# %% ../nbs/08_cli.ipynb #d9159243
+# %% ../nbs/08_cli.ipynb #661f7a8e
 def _main(argv):
     for stream in (sys.stdout, sys.stderr):  # facts may be any Unicode: never fail on a C locale
         if hasattr(stream, "reconfigure"): stream.reconfigure(encoding="utf-8", errors="backslashreplace")
@@ -969,17 +1006,22 @@ def _main(argv):
         args = _parse(argv)
         if own and args.command in CLUSTERING: _igraph_without_matplotlib()
         return COMMANDS[args.command](args)
-    except UsageError as e: return _failed(e, 2, one_line(e))
-    except KeyboardInterrupt as e:   # `setree serve` says so in its own name, even while it is still starting
-        print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr)
-        if _JSON_ERRORS[0]: _print_json(error_data(e, interrupted_code(), "interrupted"))
-        return interrupted_code()
+    except KeyboardInterrupt as e: return _stopped(argv, e)
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
-    except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
+    except Exception as e:   # after a stop signal, any failure is the interruption (a `KeyboardInterrupt` turned into another error on its way)
+        if _STOPPED_BY[0] is not None: return _stopped(argv, e)
+        if isinstance(e, UsageError): return _failed(e, 2, one_line(e))
+        # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
         return _failed(e, 1, f"{'' if type(e).__module__ == 'setree.store' or isinstance(e, PassFailed) else type(e).__name__ + ': '}{one_line(e)}")
 
-# %% ../nbs/08_cli.ipynb #37ba344e
+def _stopped(argv:list, e:BaseException)->int:
+    "One line `setree: interrupted` on stderr (`setree serve: interrupted` for the server, even while it is still starting), with --json its JSON object; 128 + the signal's number."
+    print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr)
+    if _JSON_ERRORS[0]: _print_json(error_data(KeyboardInterrupt(), interrupted_code(), "interrupted"))
+    return interrupted_code()
+
+# %% ../nbs/08_cli.ipynb #efbc0741
 _KINDS = {"PassFailed": "pass_failed", "StoreDamaged": "damaged", "StoreBusy": "busy", "StoreError": "store", "KeyboardInterrupt": "interrupted"}
 
 def error_data(e:BaseException, # the error that ended the command
@@ -990,6 +1032,7 @@ def error_data(e:BaseException, # the error that ended the command
     kind = getattr(e, "kind", None) or next((_KINDS[c.__name__] for c in type(e).__mro__ if c.__name__ in _KINDS), "internal")
     d = {"error": one_line(e) if msg is None else msg, "kind": kind, "retryable": kind in ("busy", "pass_failed"), "exit_code": code}
     if getattr(e, "ack", None) is not None: d["ack"] = e.ack.to_dict()
+    if getattr(e, "withdrawn", False): d["withdrawn"] = True
     return d
 
 def _print_json(d:dict): print(json.dumps(d, ensure_ascii=False, indent=2), flush=True)
