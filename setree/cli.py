@@ -296,7 +296,7 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
         counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
-# %% ../nbs/08_cli.ipynb #f79a411f
+# %% ../nbs/08_cli.ipynb #48beecd6
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
@@ -309,18 +309,21 @@ def cmd_build(args)->int:
         if stopped is not None: return stopped
         if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path)
-    data = {**_build_data(tree, cfg, len(facts), before, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
+    replaced = rep.get("replaced") or before   # the pass's own count (a fact another process added meanwhile is replaced too); a damaged store's pass starts from nothing: its rows
+    data = {**_build_data(tree, cfg, len(facts), replaced, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
-# %% ../nbs/08_cli.ipynb #54c4741f
+# %% ../nbs/08_cli.ipynb #fdf45598
 def _build_config(args): # a `setree.build.Config`
     "The `Config` of `setree build`: --seed, --summary-tokens, --k-max and --llm-timeout over --config (or $SETREE_CONFIG) over the defaults."
     from setree.build import Config
     return _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
 
 def _count_facts(db:str)->int:
-    "The facts the store holds now, read without the tree's check: `--replace` is the way out of a damaged store."
+    """The facts the store holds now, read without the tree's check: `--replace` is the way out of a damaged store. The build reports the
+    pass's own count of the facts it replaced, which includes any fact another process added after this count; this one stands in only when
+    the pass counted none (it started from nothing: a damaged store)."""
     with _open_store(db) as st: return st.count_facts()
 
 # %% ../nbs/08_cli.ipynb #6d348d19
@@ -339,9 +342,9 @@ def _build_busy(args, ack)->int:
          {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
     return 0
 
-# %% ../nbs/08_cli.ipynb #4e669d48
+# %% ../nbs/08_cli.ipynb #c41536e0
 def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
-    "The report of a finished build of `n_input` facts that started at `t0` (`time.perf_counter`), `before` facts replaced."
+    "The report of a finished build of `n_input` facts that started at `t0` (`time.perf_counter`), `before` facts replaced (the pass's count)."
     from setree.build import build_counts
     counts = build_counts(tree, cfg)
     return {"db": path, "facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)) if tree.n_nodes else 0,

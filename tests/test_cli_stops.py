@@ -96,3 +96,19 @@ def test_a_failed_first_build_removes_the_store_it_created(tmp_path):
     r = setree("build", tmp_path / "f.txt", "--db", tmp_path / "n.db", "--embedder", "hashing", "--quiet", patch=FAILS)
     assert r.returncode == 1 and "the store it had created" in r.stderr and "is removed" in r.stderr, r.stderr
     assert sorted(x.name for x in tmp_path.iterdir()) == ["f.txt"]
+
+def test_a_build_reports_the_facts_its_pass_replaced(kb, monkeypatch, capsys):
+    "An insert acknowledged between the build's count and its pass is replaced too: before, `replaced the 12 facts` while the pass replaced 13."
+    import setree.cli as cli
+    from setree.maintain import KnowledgeBase
+    db, other = kb
+    real = cli._count_facts
+    def count_then_insert(path):
+        n = real(path)
+        with KnowledgeBase(path) as other_kb: other_kb.insert("a fact another process added meanwhile"); other_kb.maintain()
+        return n
+    monkeypatch.setattr(cli, "_count_facts", count_then_insert)
+    assert cli.main(["build", str(other), "--db", str(db), "--replace", "--quiet", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["replaced_facts"] == 13
+    assert cli.main(["build", str(other), "--db", str(db), "--replace", "--quiet"]) == 0   # (this one's count: 40 + 1, the pass's too)
+    assert "replaced the 41 facts the store held" in capsys.readouterr().out
