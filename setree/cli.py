@@ -296,12 +296,12 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
         counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
-# %% ../nbs/08_cli.ipynb #48beecd6
+# %% ../nbs/08_cli.ipynb #3908d5e5
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
-    t0, new = time.perf_counter(), not Path(args.db).exists()
-    with _kb(args, config=cfg) as kb:
+    t0 = time.perf_counter()
+    with _created_store(args.db) as new, _kb(args, config=cfg) as kb:
         if args.quiet: kb.progress = False
         before = _count_facts(args.db) if args.replace and not new else 0
         ack, rep, stopped = _change(kb, args, "build", new, lambda kb: _queue_build(kb, args, facts),
@@ -440,19 +440,46 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), "ack": ack.to_dict()})
     return interrupted_code()
 
-# %% ../nbs/08_cli.ipynb #53b9cdb0
+# %% ../nbs/08_cli.ipynb #ef6fcdde
 def _remove_new_store(kb, ours:int|None=None # the seq of this command's change, which may still be queued
                      )->bool:
     "Close `kb` and delete its files (the store, `-wal`, `-shm`, `-lock`) if it holds no fact, no tree and no queued change but `ours`; True if removed."
+    if not _holds_nothing(Path(kb.path), ours): return False
+    kb.close(); _unlink_store(Path(kb.path)); return True
+
+def _holds_nothing(p:Path, ours:int|None=None, unfinished:bool=False # `unfinished`: a file that is no store yet (cut short while it was created) counts as nothing
+                  )->bool:
+    "True when the store at `p` holds no fact, no tree and no queued change but `ours`."
     from setree.store import StoreError
     try:
-        with _open_store(str(kb.path)) as st: s = {**st.stats(), **st.queue_state()}
-    except (StoreError, UsageError, KeyboardInterrupt): return False
+        with _open_store(str(p)) as st: s = {**st.stats(), **st.queue_state()}
+    except (StoreError, UsageError): return unfinished and _no_tables(p)
+    except KeyboardInterrupt: return False
     only_ours = s.get("pending") == 1 and s.get("queued_seq") == ours
-    if s.get("facts") or s.get("nodes") or (s.get("pending") and not only_ours): return False
-    kb.close()
-    for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{kb.path}{suffix}").unlink(missing_ok=True)
-    return True
+    return not (s.get("facts") or s.get("nodes") or (s.get("pending") and not only_ours))
+
+def _no_tables(p:Path)->bool:
+    "True for a file that SQLite reads as a database without a single table (or an empty file): a store whose creation was cut short."
+    import sqlite3
+    if not p.is_file(): return False
+    if p.stat().st_size == 0: return True
+    try:
+        with contextlib.closing(sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)) as con: return con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    except sqlite3.Error: return False
+
+def _unlink_store(p:Path):
+    for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{p}{suffix}").unlink(missing_ok=True)
+
+# %% ../nbs/08_cli.ipynb #2b9ef4dc
+@contextlib.contextmanager
+def _created_store(db:str # the --db of a command that may create the store
+                  ): # yields True when there was no file at `db`
+    "Within: when stopped (or failing after a stop signal), remove the store at `db` if this command created it and it holds nothing."
+    new = not Path(db).exists()
+    try: yield new
+    except BaseException as e:
+        if new and (isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None) and _holds_nothing(Path(db), unfinished=True): _unlink_store(Path(db))
+        raise
 
 # %% ../nbs/08_cli.ipynb #7f3984f9
 def _failed_new(kb, new:bool, # `new`: this command created the store file
@@ -485,15 +512,14 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
         if isinstance(e, PassFailed): _failed_new(kb, new, what, ack, e)
         raise
 
-# %% ../nbs/08_cli.ipynb #9da68f8a
+# %% ../nbs/08_cli.ipynb #3857d510
 def _mutate(args, what:str, fn)->int:
-    new = not Path(args.db).exists()
     def queue(kb):
         try: ack = fn(kb)
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint() if "like the markers" in str(e) else "")) from None
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         return ack
-    with _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
+    with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
     if stopped is not None: return stopped
     if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": {}, "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}

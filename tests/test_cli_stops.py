@@ -97,6 +97,30 @@ def test_a_failed_first_build_removes_the_store_it_created(tmp_path):
     assert r.returncode == 1 and "the store it had created" in r.stderr and "is removed" in r.stderr, r.stderr
     assert sorted(x.name for x in tmp_path.iterdir()) == ["f.txt"]
 
+OPEN_CUT = """
+real = m.KnowledgeBase.__init__
+def opened_then_cut(self, *a, **kw):
+    real(self, *a, **kw)                         # the file is created
+    try: os.kill(os.getpid(), signal.SIGINT); time.sleep(0.5)
+    except KeyboardInterrupt: raise StoreError(f"store {self.path}: cannot rollback - no transaction is active") from None
+m.KnowledgeBase.__init__ = opened_then_cut
+"""
+
+@pytest.mark.parametrize("patch", [OPEN_CUT, IMPORT_CUT % "SIGINT"], ids=["while-opening", "in-the-pass"])
+def test_a_signal_during_the_first_build_leaves_no_file(tmp_path, patch):
+    "Before: `... is not a usable setree store: cannot rollback ...` exit 2 or `the build failed: ImportError` exit 1, and n.db left behind."
+    (tmp_path / "f.txt").write_text("one fact about cats\nanother fact about dogs\n", encoding="utf-8")
+    r = setree("build", tmp_path / "f.txt", "--db", tmp_path / "n.db", "--embedder", "hashing", "--quiet", patch=patch)
+    assert r.returncode == 130 and r.stderr.startswith("setree: interrupted"), (r.returncode, r.stderr)
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["f.txt"]
+
+def test_a_signal_while_opening_an_existing_store_keeps_it(kb):
+    "A store that was there before the command is never removed, even when the command is stopped before it queued anything."
+    db, other = kb
+    r = setree("insert", other, "--db", db, patch=OPEN_CUT)
+    assert (r.returncode, r.stderr) == (130, "setree: interrupted\n"), (r.returncode, r.stderr)
+    assert (stats(db)["facts"], stats(db)["pending"]) == (12, 0)
+
 def test_a_build_reports_the_facts_its_pass_replaced(kb, monkeypatch, capsys):
     "An insert acknowledged between the build's count and its pass is replaced too: before, `replaced the 12 facts` while the pass replaced 13."
     import setree.cli as cli
