@@ -342,9 +342,9 @@ def _build_busy(args, ack)->int:
          {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
     return 0
 
-# %% ../nbs/08_cli.ipynb #c41536e0
+# %% ../nbs/08_cli.ipynb #d7122b57
 def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
-    "The report of a finished build of `n_input` facts that started at `t0` (`time.perf_counter`), `before` facts replaced (the pass's count)."
+    "The report of a finished build of `n_input` facts that started at `t0` (`time.perf_counter`), `before` facts replaced."
     from setree.build import build_counts
     counts = build_counts(tree, cfg)
     return {"db": path, "facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)) if tree.n_nodes else 0,
@@ -755,13 +755,13 @@ def _node_dict(tree, v):
                  children=[_node_dict(tree, int(c)) for c in tree.children[v]])
     return d
 
-# %% ../nbs/08_cli.ipynb #7fbe0314
+# %% ../nbs/08_cli.ipynb #eec7f5fb
 def cmd_inspect(args)->int:
     "setree inspect --db PATH [--depth N | --json]: the tree as an outline or nested JSON."
     if args.json and args.depth is not None: raise UsageError("--depth shapes the outline and --json gives the whole tree: use one of them")
     tree, _, state = _load_tree(args.db)
-    _queued(args, state)   # (the note on stderr: the JSON is the tree itself)
-    if args.json: print(json.dumps(_node_dict(tree, tree.root) if tree.n_nodes else {}, ensure_ascii=False, indent=1))
+    queued = _queued(args, state)   # (the note on stderr too)
+    if args.json: print(json.dumps({**(_node_dict(tree, tree.root) if tree.n_nodes else {}), **queued}, ensure_ascii=False, indent=1))
     else: print(outline(tree, args.depth))
     return 0
 
