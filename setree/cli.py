@@ -196,12 +196,20 @@ def store_errors():
     except StoreDamaged: raise
     except StoreError as e: raise UsageError(str(e), "busy" if isinstance(e, StoreBusy) else "usage") from None
 
-# %% ../nbs/08_cli.ipynb #c67a1b5f
+# %% ../nbs/08_cli.ipynb #f49739f7
+def _check_db(path:str, # --db as given
+              create:bool)->Path:
+    "`path` as a `Path`. Raises `UsageError` naming the next step: for no file at `path` (unless `create`) and for a zero-byte file."
+    p = Path(path)
+    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}: `setree build FILE --db {path}` creates one from a fact file")
+    if p.is_file() and p.stat().st_size == 0 and not Path(f"{p}-wal").is_file():   # (a zero-byte file beside a log is the library's to judge)
+        raise UsageError(f"{p.resolve()} is not a setree store: an empty file (0 bytes); delete it (`rm {path}`), then `setree build FILE --db {path}` creates a store there")
+    return p
+
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
     from setree.store import Store
-    p = Path(path)
-    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}")   # (the library's words)
+    p = _check_db(path, create)
     with store_errors(): return Store(p, create=True) if create else Store(p, create=False, readonly=True)
 
 def _embedder(name:str):
@@ -225,13 +233,12 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #d699b04b
+# %% ../nbs/08_cli.ipynb #6d9f6c11
 def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made already (`setree build`'s); None: the one --config names
        ):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
-    p = Path(args.db)
-    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}")
+    p = _check_db(args.db, create)
     cfg = config if config is not None else load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
     if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
