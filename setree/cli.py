@@ -9,8 +9,8 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS',
-           'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
+__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING',
+           'COMMANDS', 'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
            'store_errors', 'check_llm_flags', 'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note',
            'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note',
            'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
@@ -22,7 +22,7 @@ class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
     def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
-# %% ../nbs/08_cli.ipynb #1783302a
+# %% ../nbs/08_cli.ipynb #5c367f03
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file (a `.jsonl` line's refusal in JSON's words, `in_json`)."
@@ -30,7 +30,7 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines w
     text, kind, path = _fact_source(path)
     if kind is None: kind = _stdin_kind(text)
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
-    numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text)
+    numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
     if not numbered: raise UsageError(f"{path}: no facts in the {'input' if path == 'stdin' else 'file'}")
     try: return as_facts([item for _, item in numbered])   # validated once; only a refusal looks for its line
     except (ValueError, TypeError) as e:
@@ -82,12 +82,18 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #4541444a
-def _txt_items(text:str)->list[tuple[int, str]]:
+# %% ../nbs/08_cli.ipynb #bdd7d828
+def _txt_items(text:str, path:str|None=None, # the file's name in the note on stderr; None: no note
+              )->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
-    skipped); \\n, \\r\\n and a lone \\r (old Mac files) end a fact, a form feed or U+2028 inside one does not."""
+    skipped, the invisible ones named in a note on stderr); \\n, \\r\\n and a lone \\r (old Mac files) end a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
-    return [(n, l) for n, l in enumerate(re.split(r"\r\n|\r|\n", text), 1) if not is_blank(l)]
+    lines = list(enumerate(re.split(r"\r\n|\r|\n", text), 1))
+    hidden = [n for n, l in lines if l.strip() and is_blank(l)]
+    if hidden and path is not None:
+        print(f"setree: note: {len(hidden)} line(s) of {path} skipped: only invisible characters (line{'s' * (len(hidden) > 1)} "
+              f"{', '.join(map(str, hidden[:10]))}{' …' if len(hidden) > 10 else ''})", file=sys.stderr)
+    return [(n, l) for n, l in lines if not is_blank(l)]
 
 # %% ../nbs/08_cli.ipynb #4b478b4a
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
@@ -859,7 +865,8 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #b9ee64b3
+# %% ../nbs/08_cli.ipynb #90ea74ca
+STDIN_FORMAT = "read as JSON lines when its first non-blank line is a JSON object, else as one fact per line"   # (`read_facts`), in --help
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
@@ -896,10 +903,10 @@ def _summarizer_args(sp):
     sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
     sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
 
-# %% ../nbs/08_cli.ipynb #07928508
+# %% ../nbs/08_cli.ipynb #9805c163
 def _build_parser(sub):
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); _common(b); _summarizer_args(b)
-    b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin")
+    b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin: " + STDIN_FORMAT)
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
     b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
     b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts and seed give the same tree")
@@ -919,7 +926,7 @@ def _retrieve_parser(sub):
         r.add_argument("--" + k.replace("_", "-"), dest=k, type=number, default=None, help=f"{h} (config {k}; default: the stored tree's)")
     r.add_argument("--glimpse", type=integer, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
 
-# %% ../nbs/08_cli.ipynb #cc0856f1
+# %% ../nbs/08_cli.ipynb #c5f919b2
 def _change_parser(sub, name:str, help:str):
     sp = sub.add_parser(name, help=help); _common(sp); _summarizer_args(sp)
     sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")
@@ -927,7 +934,7 @@ def _change_parser(sub, name:str, help:str):
     return sp
 
 def _change_parsers(sub):
-    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or -")
+    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or - for stdin: " + STDIN_FORMAT)
     _change_parser(sub, "forget", "delete facts by id").add_argument("ids", nargs="+", metavar="ID", help="fact ids, as `retrieve --json` and `inspect` show them")
     u = _change_parser(sub, "update", "change the text of a fact, keeping its id")
     u.add_argument("id", metavar="ID", help="the fact's id (`retrieve --json`, `inspect`)"); u.add_argument("text", metavar="TEXT", help="its new text")
