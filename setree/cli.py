@@ -483,7 +483,7 @@ def _no_tables(p:Path)->bool:
 def _unlink_store(p:Path):
     for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{p}{suffix}").unlink(missing_ok=True)
 
-# %% ../nbs/08_cli.ipynb #2b9ef4dc
+# %% ../nbs/08_cli.ipynb #4889d5e9
 @contextlib.contextmanager
 def _created_store(db:str # the --db of a command that may create the store
                   ): # yields True when there was no file at `db`
@@ -491,7 +491,8 @@ def _created_store(db:str # the --db of a command that may create the store
     new = not Path(db).exists()
     try: yield new
     except BaseException as e:
-        if new and (isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None) and _holds_nothing(Path(db), unfinished=True): _unlink_store(Path(db))
+        if new and (isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None) and _holds_nothing(Path(db), unfinished=True):
+            _unlink_store(Path(db)); e.setree_note = f"the store it had created, {Path(db).resolve()}, is removed"   # (said by `_stopped`)
         raise
 
 # %% ../nbs/08_cli.ipynb #7f3984f9
@@ -1038,7 +1039,7 @@ def _parse(argv:list)->argparse.Namespace:
         p.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 
-# %% ../nbs/08_cli.ipynb #661f7a8e
+# %% ../nbs/08_cli.ipynb #404b3332
 def _main(argv):
     for stream in (sys.stdout, sys.stderr):  # facts may be any Unicode: never fail on a C locale
         if hasattr(stream, "reconfigure"): stream.reconfigure(encoding="utf-8", errors="backslashreplace")
@@ -1060,8 +1061,9 @@ def _main(argv):
 
 def _stopped(argv:list, e:BaseException)->int:
     "One line `setree: interrupted` on stderr (`setree serve: interrupted` for the server, even while it is still starting), with --json its JSON object; 128 + the signal's number."
-    print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr)
-    if _JSON_ERRORS[0]: _print_json(error_data(KeyboardInterrupt(), interrupted_code(), "interrupted"))
+    msg = "interrupted" + (f"; {e.setree_note}" if getattr(e, "setree_note", None) else "")   # (what became of a store it had created)
+    print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: {msg}", file=sys.stderr)
+    if _JSON_ERRORS[0]: _print_json(error_data(KeyboardInterrupt(), interrupted_code(), msg))
     return interrupted_code()
 
 # %% ../nbs/08_cli.ipynb #efbc0741

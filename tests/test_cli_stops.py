@@ -111,7 +111,8 @@ def test_a_signal_during_the_first_build_leaves_no_file(tmp_path, patch):
     "Before: `... is not a usable setree store: cannot rollback ...` exit 2 or `the build failed: ImportError` exit 1, and n.db left behind."
     (tmp_path / "f.txt").write_text("one fact about cats\nanother fact about dogs\n", encoding="utf-8")
     r = setree("build", tmp_path / "f.txt", "--db", tmp_path / "n.db", "--embedder", "hashing", "--quiet", patch=patch)
-    assert r.returncode == 130 and r.stderr.startswith("setree: interrupted"), (r.returncode, r.stderr)
+    removed = f"the store it had created, {(tmp_path / 'n.db').resolve()}, is removed"
+    assert r.returncode == 130 and r.stderr.startswith("setree: interrupted") and r.stderr.rstrip().endswith(removed), (r.returncode, r.stderr)
     assert sorted(x.name for x in tmp_path.iterdir()) == ["f.txt"]
 
 def test_a_signal_while_opening_an_existing_store_keeps_it(kb):
