@@ -9,8 +9,8 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS',
-           'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
+__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING',
+           'COMMANDS', 'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
            'store_errors', 'check_llm_flags', 'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note',
            'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note',
            'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
@@ -22,7 +22,7 @@ class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
     def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
-# %% ../nbs/08_cli.ipynb #1783302a
+# %% ../nbs/08_cli.ipynb #5c367f03
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file (a `.jsonl` line's refusal in JSON's words, `in_json`)."
@@ -30,7 +30,7 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines w
     text, kind, path = _fact_source(path)
     if kind is None: kind = _stdin_kind(text)
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
-    numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text)
+    numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
     if not numbered: raise UsageError(f"{path}: no facts in the {'input' if path == 'stdin' else 'file'}")
     try: return as_facts([item for _, item in numbered])   # validated once; only a refusal looks for its line
     except (ValueError, TypeError) as e:
@@ -82,12 +82,18 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #4541444a
-def _txt_items(text:str)->list[tuple[int, str]]:
+# %% ../nbs/08_cli.ipynb #bdd7d828
+def _txt_items(text:str, path:str|None=None, # the file's name in the note on stderr; None: no note
+              )->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
-    skipped); \\n, \\r\\n and a lone \\r (old Mac files) end a fact, a form feed or U+2028 inside one does not."""
+    skipped, the invisible ones named in a note on stderr); \\n, \\r\\n and a lone \\r (old Mac files) end a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
-    return [(n, l) for n, l in enumerate(re.split(r"\r\n|\r|\n", text), 1) if not is_blank(l)]
+    lines = list(enumerate(re.split(r"\r\n|\r|\n", text), 1))
+    hidden = [n for n, l in lines if l.strip() and is_blank(l)]
+    if hidden and path is not None:
+        print(f"setree: note: {len(hidden)} line(s) of {path} skipped: only invisible characters (line{'s' * (len(hidden) > 1)} "
+              f"{', '.join(map(str, hidden[:10]))}{' …' if len(hidden) > 10 else ''})", file=sys.stderr)
+    return [(n, l) for n, l in lines if not is_blank(l)]
 
 # %% ../nbs/08_cli.ipynb #4b478b4a
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
@@ -196,12 +202,20 @@ def store_errors():
     except StoreDamaged: raise
     except StoreError as e: raise UsageError(str(e), "busy" if isinstance(e, StoreBusy) else "usage") from None
 
-# %% ../nbs/08_cli.ipynb #c67a1b5f
+# %% ../nbs/08_cli.ipynb #f49739f7
+def _check_db(path:str, # --db as given
+              create:bool)->Path:
+    "`path` as a `Path`. Raises `UsageError` naming the next step: for no file at `path` (unless `create`) and for a zero-byte file."
+    p = Path(path)
+    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}: `setree build FILE --db {path}` creates one from a fact file")
+    if p.is_file() and p.stat().st_size == 0 and not Path(f"{p}-wal").is_file():   # (a zero-byte file beside a log is the library's to judge)
+        raise UsageError(f"{p.resolve()} is not a setree store: an empty file (0 bytes); delete it (`rm {path}`), then `setree build FILE --db {path}` creates a store there")
+    return p
+
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
     from setree.store import Store
-    p = Path(path)
-    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}")   # (the library's words)
+    p = _check_db(path, create)
     with store_errors(): return Store(p, create=True) if create else Store(p, create=False, readonly=True)
 
 def _embedder(name:str):
@@ -225,13 +239,12 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #d699b04b
+# %% ../nbs/08_cli.ipynb #6d9f6c11
 def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made already (`setree build`'s); None: the one --config names
        ):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
-    p = Path(args.db)
-    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}")
+    p = _check_db(args.db, create)
     cfg = config if config is not None else load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
     if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
@@ -253,24 +266,38 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #df7dc6b7
+# %% ../nbs/08_cli.ipynb #9f4d7097
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
-    "A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`, `ack` the queued change's (None for `maintain`)."
-    def __init__(self, msg:str, reason:str, ack=None): super().__init__(msg); self.reason, self.ack = reason, ack
+    """A maintenance pass failed (it committed nothing): one line on stderr, exit 1, no class name; `reason` is the pass report's `error`, `ack` the
+    change's (None for `maintain`), `withdrawn` True when the change was taken back (a build) rather than left queued."""
+    def __init__(self, msg:str, reason:str, ack=None, withdrawn:bool=False): super().__init__(msg); self.reason, self.ack, self.withdrawn = reason, ack, withdrawn
 
 UNCHANGED = "unchanged"   # `_pass` for an update to the fact's own text: nothing was queued, so no pass runs
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
-    "Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store; a failed pass raises `PassFailed` (its change stays queued)."
+    """Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store. A failed pass
+    raises `PassFailed` (`_after_failed` says what became of the change), or `KeyboardInterrupt` when a stop signal came first (the failure is its doing)."""
     if ack.op == "update" and ack.already_stored: return UNCHANGED
     if getattr(args, "defer", False): return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
     except StoreBusy: return BUSY
-    if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it", rep["error"], ack)
+    if rep["error"] and _STOPPED_BY[0] is not None: raise KeyboardInterrupt(rep["error"])   # e.g. an import the signal cut short: `ImportError: initialization failed`
+    if rep["error"]:
+        gone = _after_failed(kb, what, ack)
+        raise PassFailed(f"maintenance pass failed: {rep['error']}; " + (f"the build was withdrawn (seq {ack.seq}); the store is as it was" if gone else
+                         f"the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it"), rep["error"], ack, withdrawn=gone)
     return rep
+
+# %% ../nbs/08_cli.ipynb #2ac1ddf6
+def _after_failed(kb, what:str, ack)->bool:
+    "After a failed pass: withdraw the change if it is a build (True when withdrawn); any other change stays queued (False), as does a build another process holds the lock of."
+    from setree.store import StoreError
+    if what != "build": return False
+    try: return kb.withdraw(ack.seq)
+    except StoreError: return False
 
 # %% ../nbs/08_cli.ipynb #ef5ed333
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
@@ -282,12 +309,12 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
         counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
-# %% ../nbs/08_cli.ipynb #84f9db8a
+# %% ../nbs/08_cli.ipynb #3908d5e5
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
-    t0, new = time.perf_counter(), not Path(args.db).exists()
-    with _kb(args, config=cfg) as kb:
+    t0 = time.perf_counter()
+    with _created_store(args.db) as new, _kb(args, config=cfg) as kb:
         if args.quiet: kb.progress = False
         before = _count_facts(args.db) if args.replace and not new else 0
         ack, rep, stopped = _change(kb, args, "build", new, lambda kb: _queue_build(kb, args, facts),
@@ -295,18 +322,21 @@ def cmd_build(args)->int:
         if stopped is not None: return stopped
         if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path)
-    data = {**_build_data(tree, cfg, len(facts), before, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
+    replaced = rep.get("replaced") or before   # the pass's own count (a fact another process added meanwhile is replaced too); a damaged store's pass starts from nothing: its rows
+    data = {**_build_data(tree, cfg, len(facts), replaced, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
-# %% ../nbs/08_cli.ipynb #dbcb22c1
+# %% ../nbs/08_cli.ipynb #fdf45598
 def _build_config(args): # a `setree.build.Config`
     "The `Config` of `setree build`: --seed, --summary-tokens, --k-max and --llm-timeout over --config (or $SETREE_CONFIG) over the defaults."
     from setree.build import Config
     return _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
 
 def _count_facts(db:str)->int:
-    "The facts the store holds now, read without the tree's check: `--replace` is the way out of a damaged store."
+    """The facts the store holds now, read without the tree's check: `--replace` is the way out of a damaged store. The build reports the
+    pass's own count of the facts it replaced, which includes any fact another process added after this count; this one stands in only when
+    the pass counted none (it started from nothing: a damaged store)."""
     with _open_store(db) as st: return st.count_facts()
 
 # %% ../nbs/08_cli.ipynb #6d348d19
@@ -325,7 +355,7 @@ def _build_busy(args, ack)->int:
          {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
     return 0
 
-# %% ../nbs/08_cli.ipynb #4e669d48
+# %% ../nbs/08_cli.ipynb #d7122b57
 def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
     "The report of a finished build of `n_input` facts that started at `t0` (`time.perf_counter`), `before` facts replaced."
     from setree.build import build_counts
@@ -423,19 +453,47 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), "ack": ack.to_dict()})
     return interrupted_code()
 
-# %% ../nbs/08_cli.ipynb #c5a8ff2e
+# %% ../nbs/08_cli.ipynb #ef6fcdde
 def _remove_new_store(kb, ours:int|None=None # the seq of this command's change, which may still be queued
                      )->bool:
     "Close `kb` and delete its files (the store, `-wal`, `-shm`, `-lock`) if it holds no fact, no tree and no queued change but `ours`; True if removed."
+    if not _holds_nothing(Path(kb.path), ours): return False
+    kb.close(); _unlink_store(Path(kb.path)); return True
+
+def _holds_nothing(p:Path, ours:int|None=None, unfinished:bool=False # `unfinished`: a file that is no store yet (cut short while it was created) counts as nothing
+                  )->bool:
+    "True when the store at `p` holds no fact, no tree and no queued change but `ours`."
     from setree.store import StoreError
     try:
-        with _open_store(str(kb.path)) as st: s = {**st.stats(), **st.queue_state()}
-    except (StoreError, UsageError, KeyboardInterrupt): return False
+        with _open_store(str(p)) as st: s = {**st.stats(), **st.queue_state()}
+    except (StoreError, UsageError): return unfinished and _no_tables(p)
+    except KeyboardInterrupt: return False
     only_ours = s.get("pending") == 1 and s.get("queued_seq") == ours
-    if s.get("facts") or s.get("nodes") or (s.get("pending") and not only_ours): return False
-    kb.close()
-    for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{kb.path}{suffix}").unlink(missing_ok=True)
-    return True
+    return not (s.get("facts") or s.get("nodes") or (s.get("pending") and not only_ours))
+
+def _no_tables(p:Path)->bool:
+    "True for a file that SQLite reads as a database without a single table (or an empty file): a store whose creation was cut short."
+    import sqlite3
+    if not p.is_file(): return False
+    if p.stat().st_size == 0: return True
+    try:
+        with contextlib.closing(sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)) as con: return con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+    except sqlite3.Error: return False
+
+def _unlink_store(p:Path):
+    for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{p}{suffix}").unlink(missing_ok=True)
+
+# %% ../nbs/08_cli.ipynb #4889d5e9
+@contextlib.contextmanager
+def _created_store(db:str # the --db of a command that may create the store
+                  ): # yields True when there was no file at `db`
+    "Within: when stopped (or failing after a stop signal), remove the store at `db` if this command created it and it holds nothing."
+    new = not Path(db).exists()
+    try: yield new
+    except BaseException as e:
+        if new and (isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None) and _holds_nothing(Path(db), unfinished=True):
+            _unlink_store(Path(db)); e.setree_note = f"the store it had created, {Path(db).resolve()}, is removed"   # (said by `_stopped`)
+        raise
 
 # %% ../nbs/08_cli.ipynb #7f3984f9
 def _failed_new(kb, new:bool, # `new`: this command created the store file
@@ -445,29 +503,37 @@ def _failed_new(kb, new:bool, # `new`: this command created the store file
     if not new or isinstance(e, StoreBusy) or not _remove_new_store(kb, None if ack is None else ack.seq): raise e
     raise PassFailed(f"the {what} failed: {getattr(e, 'reason', e)}; the store it had created, {kb.path}, is removed", getattr(e, "reason", str(e))) from None
 
-# %% ../nbs/08_cli.ipynb #b31e7b9e
+# %% ../nbs/08_cli.ipynb #bb44dc3e
 def _change(kb, args, what:str, new:bool, # `new`: this command created the store file
             queue, # callable kb -> the change's `Ack` (refusals raised as `UsageError`)
             ack_text, # callable ack -> the acknowledgement a person reads
            )->tuple: # (ack, the pass report / `BUSY` / None (--defer), None); or (ack, None, the exit code) when Ctrl-C stopped the pass
     "Queue a change, acknowledge it and run its pass, the one sequence of `setree build` and the three changes. Raises `PassFailed` for a failed pass."
     from setree.store import StoreError
-    try: ack = queue(kb)
+    try:
+        with _stops_deferred(): ack = queue(kb)   # a stop signal waits until the change's seq is known (`_stops_deferred`)
     except StoreError as e: _failed_new(kb, new, what, None, e)
-    _ack_now(args, ack_text(ack))
-    try: return ack, _pass(kb, args, what, ack), None
+    try:
+        if _STOPPED_BY[0] is not None: raise KeyboardInterrupt
+        _ack_now(args, ack_text(ack))
+        return ack, _pass(kb, args, what, ack), None
     except KeyboardInterrupt: return ack, None, _interrupted(kb, what, ack, created=new)
-    except PassFailed as e: _failed_new(kb, new, what, ack, e)
+    except Exception as e:
+        if _STOPPED_BY[0] is not None: return ack, None, _interrupted(kb, what, ack, created=new)   # the stop signal's doing, whatever the error says
+        if not isinstance(e, PassFailed) and _after_failed(kb, what, ack):   # a build's pass that raised: withdrawn too
+            e = PassFailed(f"the build's pass failed: {'' if type(e).__module__ == 'setree.store' else type(e).__name__ + ': '}{one_line(e)}; "
+                           f"the build was withdrawn (seq {ack.seq}); the store is as it was", str(e), ack, withdrawn=True)
+        if isinstance(e, PassFailed): _failed_new(kb, new, what, ack, e)
+        raise
 
-# %% ../nbs/08_cli.ipynb #c4501bc3
+# %% ../nbs/08_cli.ipynb #3857d510
 def _mutate(args, what:str, fn)->int:
-    new = not Path(args.db).exists()
     def queue(kb):
         try: ack = fn(kb)
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint() if "like the markers" in str(e) else "")) from None
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         return ack
-    with _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
+    with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
     if stopped is not None: return stopped
     if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": {}, "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
@@ -703,13 +769,13 @@ def _node_dict(tree, v):
                  children=[_node_dict(tree, int(c)) for c in tree.children[v]])
     return d
 
-# %% ../nbs/08_cli.ipynb #7fbe0314
+# %% ../nbs/08_cli.ipynb #eec7f5fb
 def cmd_inspect(args)->int:
     "setree inspect --db PATH [--depth N | --json]: the tree as an outline or nested JSON."
     if args.json and args.depth is not None: raise UsageError("--depth shapes the outline and --json gives the whole tree: use one of them")
     tree, _, state = _load_tree(args.db)
-    _queued(args, state)   # (the note on stderr: the JSON is the tree itself)
-    if args.json: print(json.dumps(_node_dict(tree, tree.root) if tree.n_nodes else {}, ensure_ascii=False, indent=1))
+    queued = _queued(args, state)   # (the note on stderr too)
+    if args.json: print(json.dumps({**(_node_dict(tree, tree.root) if tree.n_nodes else {}), **queued}, ensure_ascii=False, indent=1))
     else: print(outline(tree, args.depth))
     return 0
 
@@ -800,7 +866,8 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #b9ee64b3
+# %% ../nbs/08_cli.ipynb #90ea74ca
+STDIN_FORMAT = "read as JSON lines when its first non-blank line is a JSON object, else as one fact per line"   # (`read_facts`), in --help
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
@@ -837,10 +904,10 @@ def _summarizer_args(sp):
     sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
     sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
 
-# %% ../nbs/08_cli.ipynb #07928508
+# %% ../nbs/08_cli.ipynb #9805c163
 def _build_parser(sub):
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); _common(b); _summarizer_args(b)
-    b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin")
+    b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin: " + STDIN_FORMAT)
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
     b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
     b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts and seed give the same tree")
@@ -860,7 +927,7 @@ def _retrieve_parser(sub):
         r.add_argument("--" + k.replace("_", "-"), dest=k, type=number, default=None, help=f"{h} (config {k}; default: the stored tree's)")
     r.add_argument("--glimpse", type=integer, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
 
-# %% ../nbs/08_cli.ipynb #cc0856f1
+# %% ../nbs/08_cli.ipynb #c5f919b2
 def _change_parser(sub, name:str, help:str):
     sp = sub.add_parser(name, help=help); _common(sp); _summarizer_args(sp)
     sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")
@@ -868,7 +935,7 @@ def _change_parser(sub, name:str, help:str):
     return sp
 
 def _change_parsers(sub):
-    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or -")
+    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or - for stdin: " + STDIN_FORMAT)
     _change_parser(sub, "forget", "delete facts by id").add_argument("ids", nargs="+", metavar="ID", help="fact ids, as `retrieve --json` and `inspect` show them")
     u = _change_parser(sub, "update", "change the text of a fact, keeping its id")
     u.add_argument("id", metavar="ID", help="the fact's id (`retrieve --json`, `inspect`)"); u.add_argument("text", metavar="TEXT", help="its new text")
@@ -903,25 +970,39 @@ def _data_parsers(sub):
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
     el.add_argument("--config", default=None, help="strict JSON config file"); el.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-# %% ../nbs/08_cli.ipynb #27b502b6
+# %% ../nbs/08_cli.ipynb #26d60547
 @contextlib.contextmanager
 def _stops_as_interrupt():
-    "Within: SIGTERM and SIGHUP raise `KeyboardInterrupt` (main thread only; elsewhere signals cannot be handled)."
+    "Within: SIGTERM, SIGHUP and SIGINT (unless ignored) raise `KeyboardInterrupt` and are noted in `_STOPPED_BY` (main thread only; elsewhere signals cannot be handled)."
     import signal, threading
+    _STOPPED_BY[0] = None
     if threading.current_thread() is not threading.main_thread(): yield; return
     def stop(signum, frame): _STOPPED_BY[0] = signum; raise KeyboardInterrupt(signal.Signals(signum).name)
-    old, _STOPPED_BY[0] = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGHUP)}, None
+    ours = [signal.SIGTERM, signal.SIGHUP] + [signal.SIGINT] * (signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    old = {s: signal.signal(s, stop) for s in ours}
     try: yield
     finally:
         for s, h in old.items(): signal.signal(s, h)
 
-# %% ../nbs/08_cli.ipynb #a6b4161d
-_STOPPED_BY = [None]   # the stop signal (SIGTERM, SIGHUP) that raised the last `KeyboardInterrupt`; None: Ctrl-C
+# %% ../nbs/08_cli.ipynb #5193bed1
+_STOPPED_BY = [None]   # the stop signal (SIGINT, SIGTERM, SIGHUP) this command received; None: none (a `KeyboardInterrupt` then counts as Ctrl-C)
 
 def interrupted_code()->int:
     "The exit code of a command stopped by a signal: 128 + its number, as a shell reports it (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."
     import signal
     return 128 + (_STOPPED_BY[0] or signal.SIGINT)
+
+# %% ../nbs/08_cli.ipynb #5e82c312
+@contextlib.contextmanager
+def _stops_deferred():
+    "Within: a stop signal is noted in `_STOPPED_BY`, not raised; on leaving, the previous handlers come back (the caller raises `KeyboardInterrupt` when `_STOPPED_BY` is set)."
+    import signal, threading
+    if threading.current_thread() is not threading.main_thread(): yield; return
+    def note(signum, frame): _STOPPED_BY[0] = signum
+    old = {s: signal.signal(s, note) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT) if signal.getsignal(s) is not signal.SIG_IGN}
+    try: yield
+    finally:
+        for s, h in old.items(): signal.signal(s, h)
 
 # %% ../nbs/08_cli.ipynb #2f6de637
 CLUSTERING = {"build", "insert", "forget", "update", "maintain", "demo", "eval"}   # the commands that may import igraph
@@ -958,7 +1039,7 @@ def _parse(argv:list)->argparse.Namespace:
         p.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 
-# %% ../nbs/08_cli.ipynb #d9159243
+# %% ../nbs/08_cli.ipynb #404b3332
 def _main(argv):
     for stream in (sys.stdout, sys.stderr):  # facts may be any Unicode: never fail on a C locale
         if hasattr(stream, "reconfigure"): stream.reconfigure(encoding="utf-8", errors="backslashreplace")
@@ -969,17 +1050,23 @@ def _main(argv):
         args = _parse(argv)
         if own and args.command in CLUSTERING: _igraph_without_matplotlib()
         return COMMANDS[args.command](args)
-    except UsageError as e: return _failed(e, 2, one_line(e))
-    except KeyboardInterrupt as e:   # `setree serve` says so in its own name, even while it is still starting
-        print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: interrupted", file=sys.stderr)
-        if _JSON_ERRORS[0]: _print_json(error_data(e, interrupted_code(), "interrupted"))
-        return interrupted_code()
+    except KeyboardInterrupt as e: return _stopped(argv, e)
     except BrokenPipeError:  # the reader went away (`setree inspect | head`): not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno()); return 0
-    except Exception as e:  # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
+    except Exception as e:   # after a stop signal, any failure is the interruption (a `KeyboardInterrupt` turned into another error on its way)
+        if _STOPPED_BY[0] is not None: return _stopped(argv, e)
+        if isinstance(e, UsageError): return _failed(e, 2, one_line(e))
+        # a store problem (its message says what), a bug or an environment problem: still one line, a bug with its type
         return _failed(e, 1, f"{'' if type(e).__module__ == 'setree.store' or isinstance(e, PassFailed) else type(e).__name__ + ': '}{one_line(e)}")
 
-# %% ../nbs/08_cli.ipynb #37ba344e
+def _stopped(argv:list, e:BaseException)->int:
+    "One line `setree: interrupted` on stderr (`setree serve: interrupted` for the server, even while it is still starting), with --json its JSON object; 128 + the signal's number."
+    msg = "interrupted" + (f"; {e.setree_note}" if getattr(e, "setree_note", None) else "")   # (what became of a store it had created)
+    print(f"setree{' serve' if argv[:1] == ['serve'] else ''}: {msg}", file=sys.stderr)
+    if _JSON_ERRORS[0]: _print_json(error_data(KeyboardInterrupt(), interrupted_code(), msg))
+    return interrupted_code()
+
+# %% ../nbs/08_cli.ipynb #efbc0741
 _KINDS = {"PassFailed": "pass_failed", "StoreDamaged": "damaged", "StoreBusy": "busy", "StoreError": "store", "KeyboardInterrupt": "interrupted"}
 
 def error_data(e:BaseException, # the error that ended the command
@@ -990,6 +1077,7 @@ def error_data(e:BaseException, # the error that ended the command
     kind = getattr(e, "kind", None) or next((_KINDS[c.__name__] for c in type(e).__mro__ if c.__name__ in _KINDS), "internal")
     d = {"error": one_line(e) if msg is None else msg, "kind": kind, "retryable": kind in ("busy", "pass_failed"), "exit_code": code}
     if getattr(e, "ack", None) is not None: d["ack"] = e.ack.to_dict()
+    if getattr(e, "withdrawn", False): d["withdrawn"] = True
     return d
 
 def _print_json(d:dict): print(json.dumps(d, ensure_ascii=False, indent=2), flush=True)

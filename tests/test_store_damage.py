@@ -92,7 +92,7 @@ def test_full_disk_leaves_an_existing_store_intact(tmp_path, monkeypatch):
     full_disk(monkeypatch, used + 40)
     p = run("build", big(tmp_path), "--db", db, "--replace", "--quiet")
     assert p.returncode == 1 and "Error" not in p.stderr and len(lines(p)) == 1, p.stderr
-    assert lines(p)[0].startswith(f"setree: error: maintenance pass failed: store {db.resolve()}: database or disk is full; the build is queued (seq 2)"), p.stderr
+    assert lines(p)[0].startswith(f"setree: error: maintenance pass failed: store {db.resolve()}: database or disk is full; the build was withdrawn (seq 2); the store is as it was"), p.stderr
     monkeypatch.undo()
     assert db.exists()
     with Store(db, readonly=True) as s: assert tree_diff(s.load(), before) == [] and s.stats()["integrity"] == "ok"
