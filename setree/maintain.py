@@ -269,7 +269,7 @@ def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
 
-# %% ../nbs/07b_maintain.ipynb #04acb885
+# %% ../nbs/07b_maintain.ipynb #ca91c353
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -283,6 +283,7 @@ class _Plan:
     ids: frozenset = None  # the ids of `facts`, when known (the next pass starts from it; a set or a `_Layered`)
     prefix: int = None     # when known: how many leading facts are the committed Fact objects at their committed positions (`_same_prefix`)
     rebuild: tuple = None  # (seq, op) of the last build or reset replayed, if any
+    dropped: int = 0       # facts queued by inserts before that build or reset (acknowledged, never applied): it replaced them too
 
 # %% ../nbs/07b_maintain.ipynb #c1d51f34
 def _norms_of(tree:Tree):
@@ -326,7 +327,7 @@ def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
     return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
                  set(), False, dict(inserted=k, forgotten=0, updated=0), _Layered(under, norms), _Layered(base._ids, ids), N)   # (keys ascending: every committed fact in place)
 
-# %% ../nbs/07b_maintain.ipynb #69aff3b5
+# %% ../nbs/07b_maintain.ipynb #b3f9c5ce
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
                   )->_Plan:
@@ -336,10 +337,11 @@ def plan_mutations(base:Tree, # the committed tree
     state = {f.id: [f, int(k), False] for f, k in zip(base.facts, K[:base.n_facts])}
     norms = _norm_ids(base)
     full, gone, c = False, set(), dict(inserted=0, forgotten=0, updated=0)
-    rebuild = None
+    rebuild, queued, dropped = None, set(), 0   # (queued: ids an insert queued since the last build or reset)
     for seq, op, p in entries:
         if op in ("build", "reset"):
             gone |= {i for i, s in state.items() if s[1] >= 0}; rebuild = (int(seq), op)
+            dropped += len(queued & state.keys()); queued = set()
             state, norms, full = {}, {}, True
             for d in p.get("facts", []): state[d["id"]] = [Fact(d["id"], d["text"], d.get("meta") or {}), -1, True]; norms[norm_text(d["text"])] = d["id"]
             c.update(inserted=len(state), forgotten=0, updated=0)   # (what came before is replaced: the report's `replaced` counts the committed facts)
@@ -347,7 +349,7 @@ def plan_mutations(base:Tree, # the committed tree
             for d in p["facts"]:
                 n = norm_text(d["text"])
                 if d["id"] in state or n in norms: continue
-                state[d["id"]] = [Fact(d["id"], d["text"], d.get("meta") or {}), -1, True]; norms[n] = d["id"]; c["inserted"] += 1
+                state[d["id"]] = [Fact(d["id"], d["text"], d.get("meta") or {}), -1, True]; norms[n] = d["id"]; c["inserted"] += 1; queued.add(d["id"])
         elif op == "forget":
             for i in p["ids"]:
                 s = state.pop(i, None)
@@ -363,7 +365,8 @@ def plan_mutations(base:Tree, # the committed tree
         else: raise StoreError(f"queued change seq {seq} has an operation this setree does not know ({str(op)!r:.40}): a newer setree or a hand "
                                f"wrote it; upgrade setree, or take it back with KnowledgeBase(path).withdraw({seq}) (the other queued changes stay)")
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
-    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms, rebuild=rebuild)
+    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms,
+                 rebuild=rebuild, dropped=dropped)
 
 # %% ../nbs/07b_maintain.ipynb #a5cefdf3
 from .embed import MemoEmbedder
@@ -393,13 +396,13 @@ class _CountingSummarizer:
         self.fallbacks += sum(s.summarizer.startswith("extractive-fallback") for s in out)
         return out
 
-# %% ../nbs/07b_maintain.ipynb #d545539a
+# %% ../nbs/07b_maintain.ipynb #9c1fd130
 def _report(applied:int, started:float, plan=None)->dict:
     c = plan.counts if plan is not None else {}
     return dict(applied_seq=applied, started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="milliseconds"),
                 seconds=0.0, inserted=c.get("inserted", 0), forgotten=c.get("forgotten", 0), updated=c.get("updated", 0),
                 full_rebuild=False, levels_touched=0, summarizer_calls=0, resummarized=0, fallbacks=0, error=None,
-                replaced=0, rebuild_seq=None, rebuild_op=None)   # (replaced: the committed facts a queued build or reset deleted, and which entry)
+                replaced=0, rebuild_seq=None, rebuild_op=None)   # (replaced: the facts a queued build or reset deleted, committed or queued before it, and which entry)
 
 # %% ../nbs/07b_maintain.ipynb #beb1123f
 def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config,
@@ -587,7 +590,7 @@ def pass_error(e:Exception)->str:
     "A failed pass's `error`: a store's own message as it is (it names the store and what failed, a full disk say); any other error with its type."
     return str(e) if isinstance(e, StoreError) else f"{type(e).__name__}: {e}"
 
-# %% ../nbs/07b_maintain.ipynb #6ed6361e
+# %% ../nbs/07b_maintain.ipynb #b9d35779
 @patch
 def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     "The new tree for `plan` and the report fields; a full rebuild when a build/reset was queued or the base has no clustering state."
@@ -608,7 +611,7 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     tree._keys = next_key + np.arange(tree.n_nodes, dtype=np.int64)
     seq, op = plan.rebuild or (None, None)
     return tree, dict(full_rebuild=True, levels_touched=len(tree.levels), summarizer_calls=summ.calls, resummarized=summ.calls,
-                      fallbacks=summ.fallbacks, replaced=base.n_facts if plan.full else 0, rebuild_seq=seq, rebuild_op=op)
+                      fallbacks=summ.fallbacks, replaced=base.n_facts + plan.dropped if plan.full else 0, rebuild_seq=seq, rebuild_op=op)
 
 # %% ../nbs/07b_maintain.ipynb #49f78026
 def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
