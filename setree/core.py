@@ -60,9 +60,7 @@ def _nesting(x)->int:
             if d <= MAX_META_DEPTH: stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
     return deepest
 
-# %% ../nbs/00_core.ipynb #491fcb23
-_ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")   # an id is one line of plain text: no control character (tab included), no line break
-
+# %% ../nbs/00_core.ipynb #cfb3fd27
 def unicode_problem(s:str # a string that UTF-8 cannot encode
                    )->str: # what is wrong with it, in words
     """Bytes that were not UTF-8 (Python keeps them as U+DC80..U+DCFF when it decodes a command line or a file name), or a lone
@@ -70,6 +68,9 @@ def unicode_problem(s:str # a string that UTF-8 cannot encode
     i = next((i for i, c in enumerate(s) if "\udc80" <= c <= "\udcff"), None)
     if i is not None: return f"not UTF-8 text (the byte 0x{ord(s[i]) - 0xDC00:02X} at character {i + 1} could not be decoded)"
     return "not valid Unicode (lone surrogate)"
+
+# %% ../nbs/00_core.ipynb #514fc992
+_ID_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")   # an id is one line of plain text: no control character (tab included), no line break
 
 def check_fact_id(fid # a caller's fact id
                  )->str: # `fid` itself

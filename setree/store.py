@@ -668,7 +668,7 @@ def _read_tree(con, path)->Tree:
     t._generation = int(meta.get("generation", "0"))
     return t
 
-# %% ../nbs/07_store.ipynb #1a2911bd
+# %% ../nbs/07_store.ipynb #960b0839
 _META_INTS = ("schema_version", "n_facts", "n_nodes", "dim", "n_levels", "generation", "applied_seq", "next_key", "phrases_n", "phrases_gen")
 _META_JSON = ("config", "layout", "depth", "seed", "last_pass")
 
@@ -682,18 +682,15 @@ def check_meta(path, meta:dict):
     gone = [k for k in ("n_facts", "dim", "config", "layout", "embedder_id") if "n_nodes" in meta and k not in meta]
     if gone: raise StoreDamaged(f"store {path} is damaged: its meta row{'s' if len(gone) > 1 else ''} {', '.join(gone)} {'are' if len(gone) > 1 else 'is'} missing")
 
-def check_counts(path, meta:dict, n_facts:int, n_nodes:int):
-    "Raise `StoreDamaged` when the fact and node rows are not as many as the last commit wrote (`meta`), or `meta` holds no counts (`check_meta` first)."
-    check_meta(path, meta)
-    if "n_nodes" not in meta: return
-    try: want = int(meta["n_facts"]), int(meta["n_nodes"])
-    except (KeyError, ValueError): raise StoreDamaged(f"store {path} is damaged: its meta counts are n_facts = {meta.get('n_facts')!r:.40}, n_nodes = {meta.get('n_nodes')!r:.40}") from None
-    if (n_facts, n_nodes) != want:
+def check_counts(path, meta:dict, # the store's meta rows, `check_meta`ed by the caller
+                 n_facts:int, n_nodes:int):
+    "Raise `StoreDamaged` when the fact and node rows are not as many as the last commit wrote (`meta`)."
+    if "n_nodes" in meta and (n_facts, n_nodes) != (int(meta["n_facts"]), int(meta["n_nodes"])):
         raise StoreDamaged(f"store {path} is damaged: {n_facts} facts / {n_nodes} nodes, meta says {meta['n_facts']} / {meta['n_nodes']}")
 
 def counts_in(con, path):
     "The cheap check of every change (two counts, no tree read): `StoreDamaged` when rows were deleted or added behind setree's back."
-    meta = _meta(con)
+    meta = _meta(con); check_meta(path, meta)
     check_counts(path, meta, con.execute("SELECT count(*) FROM facts").fetchone()[0], con.execute("SELECT count(*) FROM nodes").fetchone()[0])
     _check_queue(con, path, meta)
 
@@ -851,14 +848,18 @@ def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an 
         finally: self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
     return not busy
 
-# %% ../nbs/07_store.ipynb #b4344a44
+# %% ../nbs/07_store.ipynb #a42bb32a
+def _queued_seq(con)->int:
+    "The last seq ever queued (SQLite's counter of the queue: it survives the rows a pass deletes); 0 before the first."
+    q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
+    return int(q[0]) if q else 0
+
 def _queue_in(con)->dict:
     "`queue_state` inside an open transaction."
     meta = _meta(con)
-    q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
     applied = int(meta.get("applied_seq", "0"))
     return dict(pending=con.execute("SELECT count(*) FROM queue WHERE seq > ?", (applied,)).fetchone()[0],
-                queued_seq=int(q[0]) if q else 0, applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")))
+                queued_seq=_queued_seq(con), applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")))
 
 @patch
 def queued(self:Store, after:int=0 # only entries with seq > after
