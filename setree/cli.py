@@ -11,11 +11,11 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING',
            'COMMANDS', 'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
-           'store_errors', 'check_llm_flags', 'PassFailed', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note',
-           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note',
-           'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
-           'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json',
-           'in_json']
+           'store_errors', 'check_llm_flags', 'PassFailed', 'replace_note', 'cmd_build', 'repeated_ids',
+           'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args',
+           'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts',
+           'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'error_data', 'one_line',
+           'lists_in_json', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -266,7 +266,7 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #9f4d7097
+# %% ../nbs/08_cli.ipynb #0e821865
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
@@ -274,12 +274,12 @@ class PassFailed(Exception):
     change's (None for `maintain`), `withdrawn` True when the change was taken back (a build) rather than left queued."""
     def __init__(self, msg:str, reason:str, ack=None, withdrawn:bool=False): super().__init__(msg); self.reason, self.ack, self.withdrawn = reason, ack, withdrawn
 
-UNCHANGED = "unchanged"   # `_pass` for an update to the fact's own text: nothing was queued, so no pass runs
+UNCHANGED = "unchanged"   # `_pass` for an insert of stored texts only, or an update to the fact's own text: nothing was queued, so no pass runs
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
     """Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store. A failed pass
     raises `PassFailed` (`_after_failed` says what became of the change), or `KeyboardInterrupt` when a stop signal came first (the failure is its doing)."""
-    if ack.op == "update" and ack.already_stored: return UNCHANGED
+    if ack.op in ("insert", "update") and not set(ack.ids) - set(ack.already_stored): return UNCHANGED
     if getattr(args, "defer", False): return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
@@ -299,17 +299,26 @@ def _after_failed(kb, what:str, ack)->bool:
     try: return kb.withdraw(ack.seq)
     except StoreError: return False
 
-# %% ../nbs/08_cli.ipynb #ef5ed333
+# %% ../nbs/08_cli.ipynb #d4e7f574
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return f"queued; not applied yet (--defer): `setree maintain --db {db}` applies it" if db else "queued; not applied yet (--defer): `setree maintain` applies it"
     if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
                             f"applies it (`setree stats --db {db}` shows applied_seq)")
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
-    if rep.get("replaced") and (ack is None or ack.seq != rep.get("rebuild_seq")):   # (a build's own command says what it replaced)
-        counts += f"; the {rep['replaced']} facts the store held replaced by the {rep.get('rebuild_op') or 'build'} queued as seq {rep.get('rebuild_seq')}"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
-# %% ../nbs/08_cli.ipynb #3908d5e5
+# %% ../nbs/08_cli.ipynb #3d5a6965
+def replace_note(rep:dict, # a pass report
+                 ack=None, # the `Ack` of the command's own change, or None (`setree maintain`, whose pass applies what others queued)
+                )->str|None: # None unless the pass applied a build or reset that is not `ack`'s
+    "The note of a pass that applied a queued build or reset the command did not ask for: which one, and the facts it replaced."
+    seq, op, n = rep.get("rebuild_seq"), rep.get("rebuild_op") or "build", int(rep.get("replaced") or 0)
+    if seq is None or (ack is not None and ack.seq == seq): return None
+    held = f"the {n} fact{'s' * (n != 1)} the store held" if n else ("the knowledge base (it held no facts)" if op == "build" else "every fact (there were none)")
+    return (f"this pass applied the {op} queued as seq {seq}{f' before this {ack.op}' if ack is not None else ''}, "
+            f"which {'deleted' if op == 'reset' else 'replaced'} {held}")
+
+# %% ../nbs/08_cli.ipynb #2f6d2e00
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
@@ -318,7 +327,7 @@ def cmd_build(args)->int:
         if args.quiet: kb.progress = False
         before = _count_facts(args.db) if args.replace and not new else 0
         ack, rep, stopped = _change(kb, args, "build", new, lambda kb: _queue_build(kb, args, facts),
-                                    lambda ack: f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})")
+                                    lambda ack: f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})", early=False)
         if stopped is not None: return stopped
         if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path)
@@ -339,7 +348,7 @@ def _count_facts(db:str)->int:
     the pass counted none (it started from nothing: a damaged store)."""
     with _open_store(db) as st: return st.count_facts()
 
-# %% ../nbs/08_cli.ipynb #6d348d19
+# %% ../nbs/08_cli.ipynb #591577bc
 def _queue_build(kb, args, facts:list):
     "Queue the build of `facts` on `kb` (its ack); the library's refusals become `UsageError`s in the command's words."
     try: return kb.build(facts, replace=args.replace)
@@ -351,7 +360,7 @@ def _queue_build(kb, args, facts:list):
 
 def _build_busy(args, ack)->int:
     "Another process's pass holds the store: the build is queued, and that pass or the next applies it (exit 0)."
-    _out(args, _pass_line(BUSY, ack, args.db),   # the ack line was printed before the pass
+    _out(args, _pass_line(BUSY, ack, args.db),   # (the ack line is printed when `_pass` returned)
          {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
     return 0
 
@@ -437,7 +446,7 @@ def _marker_hint()->str:
     "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
     return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
-# %% ../nbs/08_cli.ipynb #f8cfef94
+# %% ../nbs/08_cli.ipynb #c2ead18c
 def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
                 )->int:
     """Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened.
@@ -450,7 +459,7 @@ def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command
     elif gone is None: msg = f"the {what} stays queued (seq {ack.seq}): the next pass applies it"
     else: msg = f"the {what} had already been applied (seq {ack.seq})"
     print(f"setree: interrupted; {msg}", file=sys.stderr)
-    if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), "ack": ack.to_dict()})
+    if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), **({"withdrawn": True} if gone else {"ack": ack.to_dict()})})
     return interrupted_code()
 
 # %% ../nbs/08_cli.ipynb #ef6fcdde
@@ -503,10 +512,11 @@ def _failed_new(kb, new:bool, # `new`: this command created the store file
     if not new or isinstance(e, StoreBusy) or not _remove_new_store(kb, None if ack is None else ack.seq): raise e
     raise PassFailed(f"the {what} failed: {getattr(e, 'reason', e)}; the store it had created, {kb.path}, is removed", getattr(e, "reason", str(e))) from None
 
-# %% ../nbs/08_cli.ipynb #bb44dc3e
+# %% ../nbs/08_cli.ipynb #7e4dc87b
 def _change(kb, args, what:str, new:bool, # `new`: this command created the store file
             queue, # callable kb -> the change's `Ack` (refusals raised as `UsageError`)
             ack_text, # callable ack -> the acknowledgement a person reads
+            early:bool=True, # print it once the change is durable, before its pass; False (a build): once the pass returned, so a build stopped or failed in its pass, and so withdrawn, claims no ack
            )->tuple: # (ack, the pass report / `BUSY` / None (--defer), None); or (ack, None, the exit code) when Ctrl-C stopped the pass
     "Queue a change, acknowledge it and run its pass, the one sequence of `setree build` and the three changes. Raises `PassFailed` for a failed pass."
     from setree.store import StoreError
@@ -515,8 +525,10 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
     except StoreError as e: _failed_new(kb, new, what, None, e)
     try:
         if _STOPPED_BY[0] is not None: raise KeyboardInterrupt
-        _ack_now(args, ack_text(ack))
-        return ack, _pass(kb, args, what, ack), None
+        if early: _ack_now(args, ack_text(ack))
+        rep = _pass(kb, args, what, ack)
+        if not early: _ack_now(args, ack_text(ack))
+        return ack, rep, None
     except KeyboardInterrupt: return ack, None, _interrupted(kb, what, ack, created=new)
     except Exception as e:
         if _STOPPED_BY[0] is not None: return ack, None, _interrupted(kb, what, ack, created=new)   # the stop signal's doing, whatever the error says
@@ -526,7 +538,7 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
         if isinstance(e, PassFailed): _failed_new(kb, new, what, ack, e)
         raise
 
-# %% ../nbs/08_cli.ipynb #3857d510
+# %% ../nbs/08_cli.ipynb #8db40cd9
 def _mutate(args, what:str, fn)->int:
     def queue(kb):
         try: ack = fn(kb)
@@ -535,9 +547,11 @@ def _mutate(args, what:str, fn)->int:
         return ack
     with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
     if stopped is not None: return stopped
-    if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": {}, "pass": None, "unchanged": True}); return 0   # (its line said so)
+    if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
-    _out(args, _pass_line(rep, ack, args.db), {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy})
+    note = replace_note(rep, ack) if isinstance(rep, dict) else None
+    _out(args, _pass_line(rep, ack, args.db) + (f"\nnote: {note}" if note else ""),
+         {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy, "replace_note": note})
     return 0
 
 # %% ../nbs/08_cli.ipynb #268a76ef
@@ -554,15 +568,30 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #5b3ca9e8
+# %% ../nbs/08_cli.ipynb #f9088f17
 def cmd_maintain(args)->int:
-    "setree maintain --db PATH: apply everything queued now, in one pass."
+    "setree maintain --db PATH: apply everything queued now, in one pass. Stopped (Ctrl-C, a stop signal), it says what it left (`_maintain_stopped`)."
     with _kb(args, create=False) as kb:
-        rep = kb.maintain()
+        try:
+            rep = kb.maintain()
+            if rep["error"] and _STOPPED_BY[0] is not None: raise KeyboardInterrupt(rep["error"])   # the signal's doing, whatever the error says (`_pass`)
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None: e.setree_note = _maintain_stopped(kb, args.db)   # (said by `_stopped`)
+            raise
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact", rep["error"])
     idle = not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"])
-    _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep), rep)
+    note = replace_note(rep)
+    _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep) + (f"\nnote: {note}" if note else ""), {**rep, "replace_note": note})
     return 0
+
+def _maintain_stopped(kb, db:str)->str:
+    "What a stopped `setree maintain` left: its pass commits all or nothing, so the last applied tree and the queue are as they were."
+    from setree.store import StoreError
+    try: n = kb.queue_state()["pending"]
+    except (StoreError, KeyboardInterrupt): n = None   # (the count only; the sentence holds without it)
+    if n == 0: return "the maintenance pass was stopped; nothing is queued: the tree is current"
+    left = "" if n is None else f" ({n} change{'s' * (n != 1)} still queued)"
+    return f"the maintenance pass was stopped: the last applied tree and the queue are intact{left}; `setree maintain --db {db}` applies {'it' if n == 1 else 'them'}"
 
 # %% ../nbs/08_cli.ipynb #afaa19bf
 def _serve_module():
@@ -610,17 +639,26 @@ def cmd_serve(argv:list[str])->int:
 def _load_tree(path:str)->tuple: # (the tree, the store's path, its `queue_state`)
     with _open_store(path) as st: q = st.queue_state(); return st.load(), str(st.path), q   # damaged contents: `StoreError`, exit 1 like a change's
 
-# %% ../nbs/08_cli.ipynb #fc1804d4
-def queued_note(state:dict, # a queue state: pending, applied_seq, queued_seq, last_pass (`Store.queue_state`, `KnowledgeBase.queue_state`)
+# %% ../nbs/08_cli.ipynb #dcae401b
+def queued_note(state:dict, # a queue state: pending, applied_seq, queued_seq, last_pass, replaces (`Store.queue_state`, `KnowledgeBase.queue_state`)
                 way:str, # how the reader gets them applied, `{them}` standing for 'it' or 'them': "`setree maintain --db kb.db` applies {them}"
                )->str|None: # None when nothing is queued
-    "The note of a read answered while changes wait: how many, that the answer is from the tree before them, the last pass's error if it failed, and `way`."
+    "The note of a read answered while changes wait: how many, that the answer is from the tree before them, a queued build or reset that replaces every fact, the last pass's error if it failed, and `way`."
     n = int(state.get("pending") or 0)
     if n <= 0: return None
     them, err = "them" if n != 1 else "it", (state.get("last_pass") or {}).get("error")
     failed = "; the last pass failed: " + "; ".join(l for l in str(err).splitlines() if l.strip()) if err else ""
     return (f"{n} change{'s are' if n != 1 else ' is'} queued and not applied yet, so this answer is from the tree before {them} "
-            f"(applied_seq {state.get('applied_seq')}, queued_seq {state.get('queued_seq')}){failed}; " + way.format(them=them))
+            f"(applied_seq {state.get('applied_seq')}, queued_seq {state.get('queued_seq')}){_replaces_note(state.get('replaces'), n)}{failed}; " + way.format(them=them))
+
+def _replaces_note(r:dict|None, # a queue state's `replaces`: the last queued build or reset
+                   n:int)->str: # the number of waiting changes
+    "'; it is a build that replaces all facts with N facts (seq S)' (one of them, when several wait), or ''."
+    if not r: return ""
+    k = r.get("facts")
+    what = (f"a build that replaces all facts with {k} fact{'s' * (k != 1)}" if r.get("op") == "build" and k else
+            "a build that replaces all facts" if r.get("op") == "build" and k is None else f"a {r.get('op')} that deletes all facts")
+    return f"; {'it is' if n == 1 else 'one of them is'} {what} (seq {r.get('seq')})"
 
 def _queued(args, state:dict)->dict:
     "`pending` and `pending_note` of a read's JSON; the note is also printed on stderr."

@@ -139,12 +139,18 @@ class KnowledgeBase:
             raise EmbedderMismatch(self.path, stored, given, advice="open the knowledge base without an embedder (its own is used), "
                                    "or build(facts, replace=True) to re-embed every fact with the new one")
 
-# %% ../nbs/07b_maintain.ipynb #3e51938c
+# %% ../nbs/07b_maintain.ipynb #803b602a
+class _Unchanged(Exception):
+    "Raised inside a change's transaction when it changes nothing (an insert of stored texts only, an update to the fact's own text): nothing is written."
+    def __init__(self, seq:int): self.seq = seq
+
+# %% ../nbs/07b_maintain.ipynb #71bfc1dc
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
     """Queue facts for insertion (durable on return). Validated first, with `build`'s errors (`ValueError`, `TypeError`); a text
-    already stored, or given twice, is stored once. Raises `ValueError` for an explicit id that names a fact with another text."""
+    already stored, or given twice, is stored once; when every text is, nothing is queued (the ack's `seq` is the last queued change's).
+    Raises `ValueError` for an explicit id that names a fact with another text."""
     merged = {}
     kept, ids = unique_facts(facts, merged)
     if not kept: raise ValueError("no facts to insert")
@@ -154,8 +160,10 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
         check.ids, check.already = [now(i) for i in ids], list(dict.fromkeys(alias.values()))
         check.merged = {**{g: now(i) for g, i in merged.items()},      # (and a named id whose text is stored under another id)
                         **{f.id: alias[f.id] for f in kept if alias.get(f.id, f.id) != f.id and not has_text_id(f)}}
+        if not new: raise _Unchanged(_queued_seq(view.con))   # every text stored or queued already: nothing to queue
         return {"facts": [_fact_dict(f) for f in new]}
-    seq = self._enqueue("insert", {}, check)
+    try: seq = self._enqueue("insert", {}, check)
+    except _Unchanged as u: seq = u.seq
     return Ack(seq, "insert", check.ids, check.already, check.merged)
 
 _MARKER_LIKE = re.compile(r"\[?([fs][0-9]{1,9})\]?(?:=(\S+))?")   # a context's marker, [f1], or its fact-ids entry f1=ID
@@ -208,11 +216,6 @@ def forget(self:KnowledgeBase, ids # one fact id, or a list of them
         unknown = [i for i in ids if view.text(i) is None]
         if unknown: raise ValueError(_unknown_ids(unknown))
     return Ack(self._enqueue("forget", {"ids": ids}, check), "forget", ids)
-
-# %% ../nbs/07b_maintain.ipynb #8492057c
-class _Unchanged(Exception):
-    "Raised inside an update's transaction when the fact already has the text: nothing is written."
-    def __init__(self, seq:int): self.seq = seq
 
 # %% ../nbs/07b_maintain.ipynb #593504a0
 @patch
@@ -1302,8 +1305,9 @@ def stats(self:KnowledgeBase)->dict:
     self.tree()
     return self._r.stats(queue=True, check_tree=False)
 
-# %% ../nbs/07b_maintain.ipynb #bb08e388
+# %% ../nbs/07b_maintain.ipynb #62fd5f47
 @patch
 def queue_state(self:KnowledgeBase)->dict:
-    "pending (queued, not applied), queued_seq, applied_seq and last_pass (the last pass report, a failed one included), read in one transaction; no tree check."
+    """pending (queued, not applied), queued_seq, applied_seq, last_pass (the last pass report, a failed one included) and replaces (the last queued
+    build or reset, which replaces every fact when a pass applies it: {seq, op, facts}, or None), read in one transaction; no tree check."""
     return self._r.queue_state()

@@ -453,12 +453,12 @@ def _nothing_new(ack)->bool:
     "An insert whose every text was stored already, or an update to the fact's own text: nothing for a pass to do."
     return ack.op in ("insert", "update") and not set(ack.ids) - set(ack.already_stored)
 
-# %% ../nbs/08b_server.ipynb #137cdee3
+# %% ../nbs/08b_server.ipynb #c21d6afc
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
     from setree.cli import repeated_ids
-    queued = not (ack.op == "update" and ack.already_stored)
+    queued = not _nothing_new(ack)
     if queued: self.writer.changed()
     earlier = _nothing_new(ack) and self._queue.queue_state()["applied_seq"] < ack.seq - queued   # every change before this one applied: its texts are visible
     d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": queued, **({"replaces_facts": replaced} if replaced is not None else {})}

@@ -315,7 +315,7 @@ def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
         raise StoreError(f"cannot read store {p}: it is on a read-only file system and its -wal file holds changes that SQLite can only apply where it can write; open it once on a writable copy")
     return con("?mode=ro&immutable=1")   # a read-only file system: nothing can change the file, no locks are needed
 
-# %% ../nbs/07_store.ipynb #d3c8b337
+# %% ../nbs/07_store.ipynb #d9c67642
 class Store:
     "One setree knowledge base in one SQLite file (WAL mode). Thread-safe: one connection, one lock."
     def __init__(self, path, # file of the knowledge base (str or Path); canonicalized, see `.path`
@@ -387,10 +387,10 @@ class Store:
         meta = dict(con.execute("SELECT key, value FROM meta"))
         if meta.get("format") != FORMAT: raise StoreError(f"{self.path} is not a setree store (meta.format = {meta.get('format')!r})")
         try: version = int(meta.get("schema_version", ""))
-        except ValueError: raise StoreError(f"{self.path}: damaged setree store, schema_version = {meta.get('schema_version')!r}") from None
+        except ValueError: raise StoreDamaged(f"{self.path}: damaged setree store, " + (f"schema_version = {meta['schema_version']!r}" if "schema_version" in meta else "its meta table has no schema_version row"), CORRUPT_NEXT) from None
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.path} was written by a newer setree (schema version {version}; this setree reads up to {SCHEMA_VERSION}); upgrade setree")
-        if version < 1: raise StoreError(f"{self.path}: damaged setree store, schema_version = {version}")
+        if version < 1: raise StoreDamaged(f"{self.path}: damaged setree store, schema_version = {version}", CORRUPT_NEXT)
         self.version = version
         missing = ({"facts", "nodes", "arrays"} if version == 1 else set(_TABLES)) - tables
         if missing: raise StoreError(f"{self.path}: damaged setree store, missing table(s) {sorted(missing)}")
@@ -827,11 +827,11 @@ def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "re
         return cur.lastrowid
     return self._txn(write, write=True)
 
-# %% ../nbs/07_store.ipynb #093413ec
+# %% ../nbs/07_store.ipynb #09193c3a
 @patch
 def queue_state(self:Store)->dict:
-    "pending (queued, not yet applied), queued_seq (last seq queued), applied_seq (last seq applied), last_pass (dict or None)."
-    if self.version < 2: return dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None)
+    "pending (queued, not yet applied), queued_seq (last seq queued), applied_seq (last seq applied), last_pass (dict or None), replaces (`_replaces`)."
+    if self.version < 2: return dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None, replaces=None)
     return self._txn(_queue_in, write=False)
 
 # %% ../nbs/07_store.ipynb #a05874bd
@@ -848,7 +848,7 @@ def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an 
         finally: self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
     return not busy
 
-# %% ../nbs/07_store.ipynb #a42bb32a
+# %% ../nbs/07_store.ipynb #291a6dc3
 def _queued_seq(con)->int:
     "The last seq ever queued (SQLite's counter of the queue: it survives the rows a pass deletes); 0 before the first."
     q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
@@ -859,7 +859,21 @@ def _queue_in(con)->dict:
     meta = _meta(con)
     applied = int(meta.get("applied_seq", "0"))
     return dict(pending=con.execute("SELECT count(*) FROM queue WHERE seq > ?", (applied,)).fetchone()[0],
-                queued_seq=_queued_seq(con), applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")))
+                queued_seq=_queued_seq(con), applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")), replaces=_replaces(con, applied))
+
+_REPLACE_FACTS = {}   # (store file, inode, seq) -> how many facts a queued build holds: its payload is counted once per process, not by every read
+
+def _replaces(con, applied:int # the store's applied_seq
+             )->dict|None: # {seq, op, facts}: the last queued build or reset, which replaces every fact; None when none waits
+    "The queued change after `applied` that replaces the whole knowledge base: a look at the op column; the payload is counted by SQLite once per entry and process."
+    r = con.execute("SELECT seq, op FROM queue WHERE seq > ? AND op IN ('build', 'reset') ORDER BY seq DESC LIMIT 1", (applied,)).fetchone()
+    if r is None: return None
+    f = con.execute("PRAGMA database_list").fetchone()[2]; key = (f, os.stat(f).st_ino if f else 0, r[0])
+    if key not in _REPLACE_FACTS:
+        if len(_REPLACE_FACTS) > 64: _REPLACE_FACTS.clear()
+        try: _REPLACE_FACTS[key] = con.execute("SELECT json_array_length(payload, '$.facts') FROM queue WHERE seq = ?", (r[0],)).fetchone()[0]
+        except sqlite3.Error: return dict(seq=r[0], op=r[1], facts=None)   # (a payload that is no JSON: the pass names it)
+    return dict(seq=r[0], op=r[1], facts=_REPLACE_FACTS[key])
 
 @patch
 def queued(self:Store, after:int=0 # only entries with seq > after

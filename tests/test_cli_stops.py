@@ -45,6 +45,7 @@ def test_a_signal_that_surfaces_as_the_pass_error_withdraws_the_build(kb, sig):
     db, other = kb
     r = setree("build", other, "--db", db, "--replace", "--quiet", patch=IMPORT_CUT % sig.name)
     assert (r.returncode, r.stderr) == (128 + sig, "setree: interrupted; the build was withdrawn (seq 2); the store is as it was\n"), (r.returncode, r.stderr)
+    assert r.stdout == "", r.stdout                                        # before: `build: 40 fact(s) … (seq 2)`, an ack of a change no pass applies
     assert (stats(db)["facts"], stats(db)["pending"]) == (12, 0)
     r = setree("insert", "-", "--db", db, input="the user adds one small fact\n"); assert r.returncode == 0, r.stderr
     assert stats(db)["facts"] == 13                                        # the insert applied itself only
@@ -55,6 +56,33 @@ def test_a_signal_that_surfaces_as_an_insert_pass_error_is_an_interruption(kb):
     r = setree("insert", "-", "--db", db, patch=IMPORT_CUT % "SIGINT", input="the user adds one small fact\n")
     assert r.returncode == 130 and r.stderr.endswith("setree: interrupted; the insert was withdrawn (seq 2); the store is as it was\n"), r.stderr
     assert (stats(db)["facts"], stats(db)["pending"]) == (12, 0)
+
+def test_a_withdrawn_build_has_no_ack_in_its_json(kb):
+    "--json: the interruption's object says `withdrawn`; before, it carried the build's `ack` as if it were queued."
+    db, other = kb
+    r = setree("build", other, "--db", db, "--replace", "--quiet", "--json", patch=IMPORT_CUT % "SIGINT")
+    j = json.loads(r.stdout)
+    assert (r.returncode, j["kind"], j["withdrawn"], "ack" in j) == (130, "interrupted", True, False), j
+    assert j["error"] == "interrupted; the build was withdrawn (seq 2); the store is as it was", j
+
+MAINTAIN_CUT = """
+real = m.KnowledgeBase._run_pass
+def cut(self, *a, **kw): os.kill(os.getpid(), signal.SIGINT); time.sleep(0.5); return real(self, *a, **kw)
+m.KnowledgeBase._run_pass = cut
+"""
+
+@pytest.mark.parametrize("patch", [MAINTAIN_CUT, IMPORT_CUT % "SIGINT"], ids=["keyboard-interrupt", "as-the-pass-error"])
+def test_a_stopped_maintain_says_what_it_left(kb, patch):
+    "Before: `setree: interrupted` alone. The pass commits all or nothing: the tree and the queue are as they were, and the next maintain applies them."
+    db, _ = kb
+    for text in ("the user adds one small fact", "the user adds another small fact"):
+        assert setree("insert", "-", "--db", db, "--defer", input=text + "\n").returncode == 0
+    r = setree("maintain", "--db", db, "--json", patch=patch)
+    assert r.returncode == 130 and r.stderr == ("setree: interrupted; the maintenance pass was stopped: the last applied tree and the queue are intact "
+                                                f"(2 changes still queued); `setree maintain --db {db}` applies them\n"), r.stderr
+    assert json.loads(r.stdout)["error"] == r.stderr.removeprefix("setree: ").strip()
+    assert (stats(db)["facts"], stats(db)["pending"]) == (12, 2)
+    assert setree("maintain", "--db", db).returncode == 0 and (stats(db)["facts"], stats(db)["pending"]) == (14, 0)
 
 AFTER_QUEUE = """
 real = m.KnowledgeBase.build

@@ -52,6 +52,69 @@ def test_queued_changes_are_named_by_every_reader(store, hashing):
     r = run("retrieve", "Kyoto trip", "--db", store, "--budget", 10**6, "--json")
     assert (json.loads(r.stdout)["pending_note"], r.stderr) == (None, "")
 
+def test_a_queued_replace_is_named_by_every_reader_and_by_the_pass_that_applies_it(store, hashing):
+    """A build queued by a command killed before its pass (`kill -9`): a durable change, applied by the next pass, whoever runs it.
+    Before: the note said only `1 change is queued`, and the next `setree insert` replaced every fact without a word in `--json`."""
+    from setree.maintain import KnowledgeBase
+    new = ["the user moved to Lisbon", "the user learns Portuguese"]
+    with KnowledgeBase(store, embedder=hashing) as kb:                     # queued, never applied: what a killed `setree build --replace` leaves
+        seq = kb.build(new, replace=True).seq
+        assert kb.queue_state()["replaces"] == {"seq": seq, "op": "build", "facts": 2}
+    clause = f"; it is a build that replaces all facts with 2 facts (seq {seq}); "
+    r = run("retrieve", "sails", "--db", store, "--json")
+    cli = json.loads(r.stdout)
+    assert clause in cli["pending_note"] and r.stderr == f"setree: note: {cli['pending_note']}\n", cli["pending_note"]
+    assert json.loads(run("stats", "--db", store, "--json").stdout)["pending_note"] == cli["pending_note"]
+    app = server(store, hashing)
+    try:
+        res, st = app.call("retrieve", {"prompt": "sails"}).structured_content, app.call("stats", {}).structured_content
+        head = cli["pending_note"].split("; `setree maintain")[0]           # the same sentence; only the way to apply differs
+        assert res["pending_note"].startswith(head + "; the server's background pass") and st["pending_note"] == res["pending_note"], res["pending_note"]
+    finally: app.close(drain_s=0)                                          # (not applied on the way out: the next command's pass applies it)
+    p = run("insert", "-", "--db", store, "--json", input="the user plants tomatoes\n")
+    j = json.loads(p.stdout)
+    assert p.returncode == 0 and j["replace_note"] == f"this pass applied the build queued as seq {seq} before this insert, which replaced the 3 facts the store held", j
+    assert json.loads(run("stats", "--db", store, "--json").stdout)["facts"] == 3   # (the build's 2, and the insert's)
+    with KnowledgeBase(store, embedder=hashing) as kb: seq = kb.reset(confirm=True).seq
+    p = run("maintain", "--db", store)
+    assert p.returncode == 0 and p.stdout.endswith(f"\nnote: this pass applied the reset queued as seq {seq}, which deleted the 3 facts the store held\n"), p.stdout
+    p = run("insert", "-", "--db", store, input="the user plants basil\n")  # its own pass applies nothing queued by others: no note
+    assert p.returncode == 0 and "note:" not in p.stdout, p.stdout
+
+def test_an_insert_of_stored_texts_queues_nothing_anywhere(store, hashing):
+    "Before: an insert whose every text was stored took a seq of its own and ran an empty pass; now it queues nothing, as an update to the same text."
+    from setree.maintain import KnowledgeBase
+    fid = _id(store, FACTS[2])
+    with KnowledgeBase(store, embedder=hashing) as kb:
+        q0 = kb.queue_state()
+        ack = kb.insert([FACTS[2], " the user  reads sci-fi"])
+        assert (ack.seq, ack.ids, ack.already_stored, kb.queue_state()) == (q0["queued_seq"], [fid, fid], [fid], q0)
+    p = run("insert", "-", "--db", store, input=FACTS[2] + "\n")
+    assert (p.returncode, p.stdout, p.stderr) == (0, f"insert: nothing new\nalready stored, not added again: 1 fact(s) {fid}\n", ""), p.stdout
+    j = json.loads(run("insert", "-", "--db", store, "--json", "--defer", input=FACTS[2] + "\n" + FACTS[2] + "\n").stdout)
+    assert (j["unchanged"], j["pass"], j["ack"]["already_stored"], j["ack"]["seq"], j["repeated"]) == (True, None, [fid], q0["queued_seq"], {fid: 2}), j
+    app = server(store, hashing)
+    try:
+        r = app.call("insert", {"facts": [FACTS[2]]})
+        assert r.structured_content["queued"] is False and r.structured_content["already_stored"] == [fid], r.structured_content
+        assert r.content[0].text.startswith(p.stdout) and r.content[0].text.endswith("nothing to wait for: every text is stored and visible already."), r.content[0].text
+        assert app.call("stats", {}).structured_content["queued_seq"] == q0["queued_seq"]
+    finally: app.close()
+    with KnowledgeBase(store, embedder=hashing) as kb: assert kb.queue_state() == q0
+
+def test_a_store_without_its_schema_version_names_the_way_out(store):
+    "Before: `damaged setree store, schema_version = None`, exit 2, and no next step."
+    import sqlite3
+    from setree.store import CORRUPT_NEXT, StoreDamaged
+    from setree.maintain import KnowledgeBase
+    c = sqlite3.connect(store); c.execute("DELETE FROM meta WHERE key = 'schema_version'"); c.commit(); c.close()
+    with pytest.raises(StoreDamaged) as e: KnowledgeBase(store)
+    assert "its meta table has no schema_version row" in str(e.value) and str(e.value).endswith(CORRUPT_NEXT), str(e.value)
+    for argv in (["stats"], ["retrieve", "x"], ["insert", "-"]):
+        p = run(*argv, "--db", store, "--json", input="a new fact\n")
+        j = json.loads(p.stdout)
+        assert (p.returncode, j["kind"], j["error"]) == (1, "damaged", str(e.value)) and p.stderr == f"setree: error: {j['error']}\n", (argv, p.stderr)
+
 def test_a_failed_pass_is_named_in_the_note(store, hashing, monkeypatch):
     from setree.maintain import KnowledgeBase
     assert run("forget", _id(store, FACTS[0]), "--db", store, "--defer").returncode == 0
