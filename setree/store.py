@@ -144,6 +144,13 @@ def _dumps(x, what:str)->str:
     try: return _ENC.encode(x)
     except (TypeError, ValueError) as e: raise InvalidTree(f"{what} cannot be stored as JSON: {e}") from None
 
+# %% ../nbs/07_store.ipynb #143f3ffb
+def _level_sizes(t:Tree, n_levels:int)->np.ndarray:
+    "(n_levels,) int64: the members clustering level l has, the nodes made at level <= l whose parent is made above l (a build's levels)."
+    lev, par = np.asarray(t.level, np.int64), np.asarray(t.parent, np.int64)
+    v = np.flatnonzero(par >= 0); lo, hi = np.minimum(lev[v], n_levels), np.minimum(lev[par[v]], n_levels)
+    return np.cumsum(np.bincount(lo, minlength=n_levels + 1) - np.bincount(hi, minlength=n_levels + 1))[:n_levels]
+
 # %% ../nbs/07_store.ipynb #6e30c947
 def _flat_children(children:list)->np.ndarray:
     "All children lists end to end, int64; one `np.concatenate` when they are flat arrays (a 50,000-fact tree has 50,000 lists)."
@@ -153,7 +160,7 @@ def _flat_children(children:list)->np.ndarray:
     except (ValueError, TypeError): pass
     return np.concatenate([np.asarray(c, np.int64).ravel() for c in children])
 
-# %% ../nbs/07_store.ipynb #54b2f017
+# %% ../nbs/07_store.ipynb #6b815d92
 def _check_tree(t:Tree,
                 nodes=None, # optional (M,) bool: the only nodes whose strings (text, summarizer) may be new; None: all
                 facts=None, # optional (N,) bool: the only facts that may be new objects; None: all
@@ -214,6 +221,10 @@ def _check_tree(t:Tree,
     links = SimpleNamespace(parent=t.parent, children=t.children, level=t.level, levels=t.levels)   # the structure alone: the vectors are checked above (a pass: its rows)
     try: check_tree(links, N, built=False)   # parents above children, root last, children == parent, no orphans (`setree.core.check_tree`)
     except (ValueError, TypeError, IndexError) as e: raise InvalidTree(f"broken tree structure: {e}") from None
+    top, sizes = int(lev.max(initial=0)), [len(lv.members) for lv in t.levels]
+    if t.levels and (len(t.levels) > top or sizes != _level_sizes(t, len(t.levels)).tolist()):
+        raise InvalidTree(f"tree.levels: {len(t.levels)} clustering levels of {sizes[:10]} members, but its {top} tree levels cluster "
+                          f"{_level_sizes(t, top).tolist()[:10]} nodes, from the bottom (see `_level_sizes`)")
 
 # %% ../nbs/07_store.ipynb #f90ad88b
 def norm_text(text:str # a fact text
@@ -587,7 +598,7 @@ def _quotes_from_rows(blobs:list, K:np.ndarray)->list:
         for i, v in enumerate(own): out[v] = nums[o[i]:o[i + 1]]
     return out
 
-# %% ../nbs/07_store.ipynb #236c41bb
+# %% ../nbs/07_store.ipynb #b847da3f
 def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, arrs:dict)->Tree:
     "Assemble a Tree from the rows read by `load` (see the layout table above)."
     layout = json.loads(meta["layout"])
@@ -621,18 +632,22 @@ def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, 
              emb=emb, summarizer=list(cols[5]), quotes=_quotes_from_rows(list(cols[12]), K),
              truncated=np.array([bool(r[4]) for r in frows], bool) if layout["truncated"] else None,
              config=json.loads(meta["config"]), embedder_id=meta["embedder_id"], **kw)
-    t.levels = _levels_from_rows(mrows, K, emb, int(meta.get("n_levels", "0")))
+    t.levels = _levels_from_rows(mrows, K, emb, int(meta["n_levels"]))
     for name in layout.get("fact_arrays", []):
         dt, got = FACT_ARRAYS.get(name, "<i4"), {k: b for n, k, b in farows if n == name}
-        setattr(t, name, [np.frombuffer(got.get(int(k), b""), dt).astype(np.dtype(dt).newbyteorder("=")) for k in K[:N]])
+        blobs = [got.get(k) for k in K[:N].tolist()]   # (every fact has its row, an empty one included: one missing is damage)
+        if None in blobs: raise ValueError(f"its {name} rows (a per-fact array) are missing for {blobs.count(None)} of its {N} facts (first: fact {facts[blobs.index(None)].id!r})")
+        setattr(t, name, [np.frombuffer(b, dt).astype(np.dtype(dt).newbyteorder("=")) for b in blobs])
     if "order" in layout["fields"] and "order" not in arrs: compute_order(t)   # (not stored since version 3: recomputed, the layout checked, ~3 ms at 50,000 facts)
     t._keys = K
+    _check_loaded(t, meta)
     return t
 
-# %% ../nbs/07_store.ipynb #a00e1d36
+# %% ../nbs/07_store.ipynb #b487aa89
 def _levels_from_rows(mrows:list, K:np.ndarray, emb:np.ndarray, n_levels:int)->list:
     levels, by = [], {}
     for r in mrows: by.setdefault(r[0], []).append(r)
+    if by and max(by) >= n_levels: raise ValueError(f"it holds member rows of clustering level {max(by)}, but its meta value n_levels = {n_levels}")
     for l in range(n_levels):
         rows = by.get(l, [])
         _, keys, pks, comm, cens, knns, sims = zip(*rows) if rows else ([],) * 7
@@ -650,12 +665,25 @@ def _levels_from_rows(mrows:list, K:np.ndarray, emb:np.ndarray, n_levels:int)->l
                                    knn_sim=_stack([sims[j] for j in o.tolist()], "<f4", k) if rows else np.zeros((0, 0), np.float32)))
     return levels
 
-# %% ../nbs/07_store.ipynb #cd18f7a9
+# %% ../nbs/07_store.ipynb #d48cf17f
+def _check_loaded(t:Tree, meta:dict):
+    "`ValueError` (damage, see `_load_in`) where the loaded tree `t` and the meta rows disagree: its levels, their member rows, its depth, its next row key."
+    L, top = int(meta["n_levels"]), int(np.max(t.level, initial=0))
+    if L > top: raise ValueError(f"its meta value n_levels = {L}, but its tree has {top} levels")
+    got, want = np.array([len(lv.members) for lv in t.levels], np.int64), _level_sizes(t, L)
+    if (got != want).any(): l = int(np.flatnonzero(got != want)[0]); raise ValueError(f"its clustering level {l} has {got[l]} member rows, not {want[l]} (one per node it clusters)")
+    depth = int(np.max(t.depth)) if t.depth is not None and len(t.depth) else None
+    if json.loads(meta["depth"]) != depth: raise ValueError(f"its meta value depth = {meta['depth']:.20}, but its tree's depth is {depth}")
+    if "next_key" in meta and len(t._keys) and int(meta["next_key"]) <= int(t._keys.max()):
+        raise ValueError(f"its meta value next_key = {meta['next_key']} is not above its largest row key, {int(t._keys.max())} (a pass would give a key out twice)")
+
+# %% ../nbs/07_store.ipynb #0e6c44b6
 _SELECT_NODES = "SELECT k, level, parent, text, tokens, summarizer, faithfulness, count, loss, dloss, emb, leaf_sum, quotes FROM nodes ORDER BY level, k"
 
 def _read_tree(con, path)->Tree:
     meta = _meta(con); check_meta(path, meta)
-    if "n_nodes" not in meta:
+    if "n_nodes" not in meta:   # (nothing saved yet: no row of a tree either)
+        if con.execute("SELECT 1 FROM nodes LIMIT 1").fetchone(): raise StoreDamaged(f"store {path} is damaged: its meta row n_nodes is missing, but it holds node rows")
         t = empty_tree(meta.get("embedder_id", "")); t._generation = int(meta.get("generation", "0")); return t
     if int(meta["schema_version"]) == 1: return _read_v1(con, meta, path)
     frows = con.execute("SELECT k, id, text, meta, truncated FROM facts ORDER BY k").fetchall()
@@ -668,18 +696,28 @@ def _read_tree(con, path)->Tree:
     t._generation = int(meta.get("generation", "0"))
     return t
 
-# %% ../nbs/07_store.ipynb #960b0839
+# %% ../nbs/07_store.ipynb #8a119509
 _META_INTS = ("schema_version", "n_facts", "n_nodes", "dim", "n_levels", "generation", "applied_seq", "next_key", "phrases_n", "phrases_gen")
 _META_JSON = ("config", "layout", "depth", "seed", "last_pass")
 
-def check_meta(path, meta:dict):
+def _gone_rows(meta:dict)->list:
+    "The meta rows every commit of a tree writes (a version-1 store: no generation or next_key) that `meta` lacks; applied_seq too once a pass applied a change."
+    need = ("n_facts", "dim", "config", "layout", "embedder_id", "n_levels", "depth", "generation", "next_key")
+    gone = [k for k in need[:None if int(meta.get("schema_version", "0")) >= 2 else -2] if "n_nodes" in meta and k not in meta]
+    if "applied_seq" in meta: return gone
+    last = json.loads(meta.get("last_pass", "null"))   # (a pass writes applied_seq with its report; a failed pass reports the one it found)
+    return gone + ["applied_seq"] * (isinstance(last, dict) and isinstance(last.get("applied_seq"), int) and last["applied_seq"] > 0)
+
+def check_meta(path, meta:dict,
+               rows:bool=True, # also the rows a tree needs (`_gone_rows`); False: the values only (queueing a build or reset, which replaces every row: the way out)
+              ):
     "Raise `StoreDamaged` when a meta value setree reads is not as it writes it: a count that is no integer, JSON that does not parse, a row a tree needs."
     for k in _META_INTS:
         if k in meta and not re.fullmatch(r"-?[0-9]+", meta[k]): raise StoreDamaged(f"store {path} is damaged: its meta value {k} = {meta[k]!r:.40} is not an integer")
     for k in _META_JSON:
         try: k in meta and json.loads(meta[k])
         except ValueError: raise StoreDamaged(f"store {path} is damaged: its meta value {k} is not JSON ({meta[k]!r:.40})") from None
-    gone = [k for k in ("n_facts", "dim", "config", "layout", "embedder_id") if "n_nodes" in meta and k not in meta]
+    gone = _gone_rows(meta) if rows else []
     if gone: raise StoreDamaged(f"store {path} is damaged: its meta row{'s' if len(gone) > 1 else ''} {', '.join(gone)} {'are' if len(gone) > 1 else 'is'} missing")
 
 def check_counts(path, meta:dict, # the store's meta rows, `check_meta`ed by the caller
@@ -811,7 +849,7 @@ def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), 
     out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
     return out
 
-# %% ../nbs/07_store.ipynb #9da7d713
+# %% ../nbs/07_store.ipynb #d3f61dba
 @patch
 def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "reset"
             payload, # JSON-safe data of the mutation
@@ -823,7 +861,8 @@ def enqueue(self:Store, op:str, # "insert" | "forget" | "update" | "build" | "re
         p = check(con) if check is not None else None
         text = _dumps(payload if p is None else p, f"{op} payload")
         cur = con.execute("INSERT INTO queue (op, payload, at) VALUES (?, ?, ?)", (op, text, datetime.now(timezone.utc).isoformat()))
-        meta = _meta(con); check_meta(self.path, meta); _check_queue(con, self.path, meta, cur.lastrowid)   # (raising undoes the insert)
+        meta = _meta(con); check_meta(self.path, meta, rows=op not in ("build", "reset"))   # (raising undoes the insert; a build or reset replaces every row: the way out)
+        _check_queue(con, self.path, meta, cur.lastrowid)
         return cur.lastrowid
     return self._txn(write, write=True)
 

@@ -192,3 +192,39 @@ def test_damage_found_while_serving(tmp_path):                              # be
         assert r.is_error and r.content[0].text.startswith("pass failed: ") and "is damaged" in r.content[0].text, r
         assert app.call("stats", {}).is_error
     finally: app.close()
+
+# Damage no count of facts and nodes shows (member rows of a clustering level, a fact's row of a per-fact array, meta rows and values a
+# pass relies on); before, reads passed and then every pass failed (retryable, forever) or the tree changed silently.
+HIDDEN = [("DELETE FROM members WHERE l = 1", "its clustering level 1 has 0 member rows, not "),
+          ("DELETE FROM members WHERE l = 0 AND k = 0", "its clustering level 0 has 39 member rows, not 40 (one per node it clusters)"),
+          ("DELETE FROM fact_arrays WHERE k = 0", "its terms rows (a per-fact array) are missing for 1 of its 40 facts (first: fact "),
+          ("DELETE FROM meta WHERE key = 'next_key'", "its meta row next_key is missing"),
+          ("DELETE FROM meta WHERE key = 'generation'", "its meta row generation is missing"),
+          ("DELETE FROM meta WHERE key = 'applied_seq'", "its meta row applied_seq is missing"),
+          ("UPDATE meta SET value = value + 1 WHERE key = 'n_levels'", "its meta value n_levels = "),
+          ("UPDATE meta SET value = value + 1 WHERE key = 'depth'", "its meta value depth = ")]
+
+@pytest.mark.parametrize("sql,said", HIDDEN, ids=[s for s, _ in HIDDEN])
+def test_damage_the_counts_do_not_show(tmp_path, sql, said):
+    from setree.store import Store, StoreDamaged
+    (tmp_path / "f.txt").write_text("\n".join(f"fact {i}: the user noted item {i * 7919 % 10007} on day {i % 365}" for i in range(40)) + "\n")
+    (tmp_path / "more.txt").write_text("milk is white\n")
+    db = tmp_path / "kb.db"
+    assert run("build", tmp_path / "f.txt", "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    with Store(db, readonly=True) as s: assert s.stats()["facts"] == 40 and s.stats()["levels"] >= 2   # (sound, with a level 1)
+    from setree.maintain import KnowledgeBase
+    with KnowledgeBase(db) as kb: kb.insert("the sea is salty")        # queued while the store was sound, not applied: the pass below must refuse it
+    c = sqlite3.connect(db); c.execute(sql); c.commit(); c.close()
+    head = f"setree: error: store {db.resolve()} is damaged: "
+    for args in (("stats",), ("retrieve", "item"), ("insert", tmp_path / "more.txt"), ("maintain",)):
+        p = run(*args, "--db", db)
+        assert p.returncode == 1 and len(lines(p)) == 1 and "Traceback" not in p.stderr and "Error:" not in p.stderr, (args, p.stderr)
+        assert lines(p)[0].startswith(head) and said in lines(p)[0], (args, p.stderr)
+        assert lines(p)[0].endswith(NEXT if args[0] != "insert" else f"; the insert is refused: nothing was queued{NEXT}"), (args, p.stderr)
+    assert pending(db) == 1                                                 # the one queued before the damage; nothing since
+    with Store(db, readonly=True) as s:
+        for f in (s.load, s.stats):
+            with pytest.raises(StoreDamaged) as e: f()
+            assert e.value.detail.startswith(head[len("setree: error: "):]) and said in e.value.detail, e.value.detail
+    assert run("build", tmp_path / "f.txt", "--db", db, "--replace", "--embedder", "hashing", "--quiet").returncode == 0   # the way out
+    with Store(db, readonly=True) as s: assert s.stats()["facts"] == 40
