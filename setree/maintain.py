@@ -754,7 +754,33 @@ def _level_degrees(idx:np.ndarray, sim:np.ndarray, old:dict, pos:np.ndarray, rk:
     h = np.flatnonzero(hit); deg[h] = _degrees(idx, sim, rows=hit)[h]
     return deg
 
-# %% ../nbs/07b_maintain.ipynb #87bba269
+# %% ../nbs/07b_maintain.ipynb #c47957a9
+def _one_free(idx:np.ndarray, sim:np.ndarray, X:np.ndarray, # the level's kNN lists and the affected member positions (sorted)
+              v:int, # the position in X of the one member Leiden may move
+              start:np.ndarray, # (len(X),) int64 communities to start from (canonical)
+              sizes:np.ndarray, # (len(X),) int64 node sizes
+              gamma:float, # the CPM resolution as leidenalg is given it
+             )->np.ndarray: # (len(X),) labels: `start` with member v moved to its best community
+    """What fixed-membership Leiden finds when one member is free: the others keep their communities, so it moves that member to the
+    community of largest CPM gain w(v, C) - gamma·n_v·(N_C - N_own + n_v) (its own, a neighbour's, or a new one: only a gain > 0 moves it),
+    with w over the symmetrized kNN graph induced on X (an edge's weight the larger of its two similarities, as `knn_graph`)."""
+    inv = np.full(len(idx), -1, np.int64); inv[X] = np.arange(len(X)); p = X[v]
+    out = inv[np.where(idx[p] >= 0, idx[p], 0)]; ow = sim[p].astype(np.float64); ok = (idx[p] >= 0) & (out >= 0) & (ow > 0)
+    named = (idx[X] == p) & (sim[X] > 0); rin = np.flatnonzero(named.any(1))
+    nb = np.r_[out[ok], rin]; w = np.r_[ow[ok], sim[X][rin][named[rin]].astype(np.float64)]
+    nb, w = nb[nb != v], w[nb != v]
+    o = np.lexsort((-w, nb)); nb, w = nb[o], w[o]; first = np.r_[True, nb[1:] != nb[:-1]] if len(nb) else np.zeros(0, bool); nb, w = nb[first], w[first]
+    lab = start.copy(); own = int(start[v]); n_v = float(sizes[v])
+    N = np.bincount(start, weights=sizes.astype(np.float64)); W = np.bincount(start[nb], weights=w, minlength=len(N))
+    cand = np.unique(start[nb]); cand = cand[cand != own]
+    gain = (W[cand] - W[own]) - gamma * n_v * (N[cand] - N[own] + n_v)
+    g_new = -W[own] - gamma * n_v * (n_v - N[own])   # alone, in a new community (no gain when it is alone already)
+    best = int(np.argmax(gain)) if len(gain) else -1
+    if best >= 0 and gain[best] > 0 and gain[best] >= g_new: lab[v] = cand[best]
+    elif g_new > 0: lab[v] = lab.max() + 1
+    return lab
+
+# %% ../nbs/07b_maintain.ipynb #e4eff8c2
 def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution:float, seed:int, mode:str=None,
             deg:np.ndarray|None=None, # `_degrees(idx, sim)` when the caller has it
            )->np.ndarray:
@@ -764,6 +790,13 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     "subgraph": `setree.cluster.sub_leiden` re-decides every member of X (the resolution scaled by the subgraph's share of the level's weight)."""
     from setree.cluster import canonical, sub_leiden
     mode = mode or LEIDEN_MODE
+    if mode == "fixed" and free.sum() == 1:   # one member may move: its best community, computed directly (`_one_free`)
+        inv = np.full(len(idx), -1, np.int64); inv[X] = np.arange(len(X)); sub = idx[X]
+        if not ((sub >= 0) & (inv[np.maximum(sub, 0)] >= 0) & (sim[X] > 0)).any(): return canonical(np.where(free, -1 - np.arange(len(X)), init))
+        deg = _degrees(idx, sim) if deg is None else deg
+        start = canonical(np.where(free & (init < 0), -1 - np.arange(len(X)), init))
+        sizes = np.maximum(1, np.rint(1000.0 * deg[X])).astype(np.int64)
+        return canonical(_one_free(idx, sim, X, int(np.flatnonzero(free)[0]), start, sizes, resolution / (deg.sum() * 1000.0 * 1000.0)))
     g = _sub_graph(idx, sim, X)
     if g.ecount() == 0: return canonical(np.where(free, -1 - np.arange(len(X)), init))
     deg = _degrees(idx, sim) if deg is None else deg; two_m = deg.sum()

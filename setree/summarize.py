@@ -241,7 +241,7 @@ def phrase_weights(texts:list[str], # the node's facts, most central first
         if w > 0: out.append((w, first, k, surf[k], f))
     return [(w, k, s, f) for w, _, k, s, f in sorted(out, key=lambda x: (-x[0], x[1]))]
 
-# %% ../nbs/03_summarize.ipynb #a17140e0
+# %% ../nbs/03_summarize.ipynb #9c188c51
 def keyphrases(texts:list[str], # the node's facts, most central first
                cap:int, # allowance in tokens for the comma-separated list
                background:TermStats|None=None, # the knowledge base's statistics
@@ -257,10 +257,11 @@ def keyphrases(texts:list[str], # the node's facts, most central first
     else:
         g = np.asarray(groups)
         ks, cnt = np.unique(g, return_counts=True)
-        by = {k: [] for k in ks[np.lexsort((ks, -cnt))].tolist()}                     # largest child first
-        for j, (_, _, _, f) in enumerate(ranked):
-            for k in np.unique(g[f]).tolist(): by[k].append(j)                         # the phrase is one of each of its children's
-        turns = [np.array(v, np.int64) for v in by.values()]
+        first = ks[np.lexsort((ks, -cnt))]                                             # largest child first
+        J = np.repeat(np.arange(len(ranked)), [len(f) for *_, f in ranked])
+        pair = np.unique(g[np.concatenate([f for *_, f in ranked])] * len(ranked) + J)   # (child, phrase): the phrase is one of each of its children's
+        pk, pj = pair // len(ranked), pair % len(ranked)
+        turns = [pj[a:z] for a, z in zip(np.searchsorted(pk, first).tolist(), np.searchsorted(pk, first, "right").tolist())]
     used, chosen, room, ptr = set(exclude), [], cap, [0] * len(turns)
     while any(p < len(t) for p, t in zip(ptr, turns)):
         for ti, t in enumerate(turns):
@@ -399,7 +400,7 @@ def _approx_weights(c:np.ndarray, bdf:np.ndarray, # (p,) counts of the node's ph
     if seen is not None: approx[~seen] = -1.0
     return approx, df, logs
 
-# %% ../nbs/03_summarize.ipynb #6a84ed0d
+# %% ../nbs/03_summarize.ipynb #ed3b2b4d
 def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:int, limit:int, wpos:np.ndarray)->tuple:
     """Background counts of only the phrases that can rank among the `limit` best, and which ones were looked up: since df >= c,
     no phrase weighs more than `c/n · log(N/c)`; phrases are looked up by that bound, best first, until no other can reach the
@@ -408,7 +409,7 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
     bdf, seen = np.zeros(len(u), np.int64), np.zeros(len(u), bool)
     ub = c / n * np.log(N / c)
     rank = np.argsort(-ub, kind="stable")
-    k, step = 0, 8 * limit
+    k, step = 0, 2 * limit   # (most nodes need one step: the best 2·limit bounds hold the limit best weights)
     while k < len(u):
         take = rank[k:k + step]; k += len(take); step *= 2
         need = np.unique(np.concatenate([take, wpos[take].ravel()]))   # with the words of the pairs (whether a word is common)
