@@ -266,7 +266,7 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #0e821865
+# %% ../nbs/08_cli.ipynb #d1e8c2c4
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
@@ -279,7 +279,7 @@ UNCHANGED = "unchanged"   # `_pass` for an insert of stored texts only, or an up
 def _pass(kb, args, what:str, ack)->dict|str|None:
     """Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store. A failed pass
     raises `PassFailed` (`_after_failed` says what became of the change), or `KeyboardInterrupt` when a stop signal came first (the failure is its doing)."""
-    if ack.op in ("insert", "update") and not set(ack.ids) - set(ack.already_stored): return UNCHANGED
+    if ack.unchanged: return UNCHANGED
     if getattr(args, "defer", False): return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()

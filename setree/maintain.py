@@ -20,7 +20,7 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_C
 # %% ../nbs/07b_maintain.ipynb #5bf34222
 from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
-# %% ../nbs/07b_maintain.ipynb #a3dddc48
+# %% ../nbs/07b_maintain.ipynb #6af21c93
 @dataclass
 class Ack:
     "The acknowledgement of a queued mutation."
@@ -32,6 +32,10 @@ class Ack:
     def to_dict(self)->dict:
         "The acknowledgement as a JSON-ready dict (the same fields), as the CLI's `--json` and the MCP tools return it."
         return asdict(self)
+    @property
+    def unchanged(self)->bool:
+        "True for an insert whose every text was stored already, or an update to the fact's own text: nothing was queued, no pass has work."
+        return self.op in ("insert", "update") and not set(self.ids) - set(self.already_stored)
 
 def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
@@ -715,13 +719,16 @@ def _align_keys(keys:np.ndarray, q:np.ndarray)->np.ndarray:
     from setree.store import _align
     return _align(keys, q.ravel()).reshape(q.shape)
 
-# %% ../nbs/07b_maintain.ipynb #29b9eff8
+# %% ../nbs/07b_maintain.ipynb #022c9be0
+def _induced(idx:np.ndarray, X:np.ndarray)->np.ndarray:
+    "(|X|, k) the kNN lists of the member positions `X` (sorted) as positions in X; -1 for a neighbour outside X."
+    inv = np.full(len(idx), -1, np.int64); inv[X] = np.arange(len(X))
+    sub = idx[X]; return np.where(sub >= 0, inv[np.maximum(sub, 0)], -1)
+
 def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     "The kNN graph induced on member positions `X` (sorted)."
     from setree.cluster import knn_graph
-    inv = np.full(len(idx), -1, np.int64); inv[X] = np.arange(len(X))
-    sub = idx[X]; sub = np.where(sub >= 0, inv[np.maximum(sub, 0)], -1)
-    return knn_graph(sub, sim[X])
+    return knn_graph(_induced(idx, X), sim[X])
 
 # %% ../nbs/07b_maintain.ipynb #4d7e5be8
 def _degrees(idx:np.ndarray, sim:np.ndarray,
@@ -754,21 +761,18 @@ def _level_degrees(idx:np.ndarray, sim:np.ndarray, old:dict, pos:np.ndarray, rk:
     h = np.flatnonzero(hit); deg[h] = _degrees(idx, sim, rows=hit)[h]
     return deg
 
-# %% ../nbs/07b_maintain.ipynb #c47957a9
-def _one_free(idx:np.ndarray, sim:np.ndarray, X:np.ndarray, # the level's kNN lists and the affected member positions (sorted)
+# %% ../nbs/07b_maintain.ipynb #77ff44d4
+def _one_free(sub:np.ndarray, ssim:np.ndarray, # (|X|, k) the kNN lists induced on the affected members (positions in X, -1 elsewhere) and their similarities
               v:int, # the position in X of the one member Leiden may move
-              start:np.ndarray, # (len(X),) int64 communities to start from (canonical)
-              sizes:np.ndarray, # (len(X),) int64 node sizes
+              start:np.ndarray, # (|X|,) int64 communities to start from (canonical)
+              sizes:np.ndarray, # (|X|,) int64 node sizes
               gamma:float, # the CPM resolution as leidenalg is given it
-             )->np.ndarray: # (len(X),) labels: `start` with member v moved to its best community
+             )->np.ndarray: # (|X|,) labels: `start` with member v moved to its best community
     """What fixed-membership Leiden finds when one member is free: the others keep their communities, so it moves that member to the
     community of largest CPM gain w(v, C) - gamma·n_v·(N_C - N_own + n_v) (its own, a neighbour's, or a new one: only a gain > 0 moves it),
-    with w over the symmetrized kNN graph induced on X (an edge's weight the larger of its two similarities, as `knn_graph`)."""
-    inv = np.full(len(idx), -1, np.int64); inv[X] = np.arange(len(X)); p = X[v]
-    out = inv[np.where(idx[p] >= 0, idx[p], 0)]; ow = sim[p].astype(np.float64); ok = (idx[p] >= 0) & (out >= 0) & (ow > 0)
-    named = (idx[X] == p) & (sim[X] > 0); rin = np.flatnonzero(named.any(1))
-    nb = np.r_[out[ok], rin]; w = np.r_[ow[ok], sim[X][rin][named[rin]].astype(np.float64)]
-    nb, w = nb[nb != v], w[nb != v]
+    with w over the symmetrized induced graph (an edge's weight the larger of its two similarities, as `setree.cluster.knn_graph`)."""
+    ok = (sub[v] >= 0) & (ssim[v] > 0); named = (sub == v) & (ssim > 0); rin = np.flatnonzero(named.any(1))
+    nb = np.r_[sub[v][ok], rin]; w = np.r_[ssim[v][ok], ssim[rin][named[rin]]].astype(np.float64)
     o = np.lexsort((-w, nb)); nb, w = nb[o], w[o]; first = np.r_[True, nb[1:] != nb[:-1]] if len(nb) else np.zeros(0, bool); nb, w = nb[first], w[first]
     lab = start.copy(); own = int(start[v]); n_v = float(sizes[v])
     N = np.bincount(start, weights=sizes.astype(np.float64)); W = np.bincount(start[nb], weights=w, minlength=len(N))
@@ -780,7 +784,7 @@ def _one_free(idx:np.ndarray, sim:np.ndarray, X:np.ndarray, # the level's kNN li
     elif g_new > 0: lab[v] = lab.max() + 1
     return lab
 
-# %% ../nbs/07b_maintain.ipynb #e4eff8c2
+# %% ../nbs/07b_maintain.ipynb #6e4b0fb9
 def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution:float, seed:int, mode:str=None,
             deg:np.ndarray|None=None, # `_degrees(idx, sim)` when the caller has it
            )->np.ndarray:
@@ -789,25 +793,19 @@ def relabel(idx, sim, X:np.ndarray, free:np.ndarray, init:np.ndarray, resolution
     the whole level's modularity (node sizes = degrees in the whole level, resolution scaled by its total weight).
     "subgraph": `setree.cluster.sub_leiden` re-decides every member of X (the resolution scaled by the subgraph's share of the level's weight)."""
     from setree.cluster import canonical, sub_leiden
+    from setree.cluster import knn_graph
     mode = mode or LEIDEN_MODE
-    if mode == "fixed" and free.sum() == 1:   # one member may move: its best community, computed directly (`_one_free`)
-        inv = np.full(len(idx), -1, np.int64); inv[X] = np.arange(len(X)); sub = idx[X]
-        if not ((sub >= 0) & (inv[np.maximum(sub, 0)] >= 0) & (sim[X] > 0)).any(): return canonical(np.where(free, -1 - np.arange(len(X)), init))
-        deg = _degrees(idx, sim) if deg is None else deg
-        start = canonical(np.where(free & (init < 0), -1 - np.arange(len(X)), init))
-        sizes = np.maximum(1, np.rint(1000.0 * deg[X])).astype(np.int64)
-        return canonical(_one_free(idx, sim, X, int(np.flatnonzero(free)[0]), start, sizes, resolution / (deg.sum() * 1000.0 * 1000.0)))
-    g = _sub_graph(idx, sim, X)
-    if g.ecount() == 0: return canonical(np.where(free, -1 - np.arange(len(X)), init))
+    sub, ssim = _induced(idx, X), sim[X]
+    if not ((sub >= 0) & (ssim > 0)).any(): return canonical(np.where(free, -1 - np.arange(len(X)), init))   # no edge among them
     deg = _degrees(idx, sim) if deg is None else deg; two_m = deg.sum()
-    if mode == "subgraph":
-        return sub_leiden(g, two_m / 2, resolution, seed)
-    import leidenalg   # "fixed" and "local" (all of X free): the whole level's modularity, from the committed communities
-    scale = 1000.0
-    sizes = np.maximum(1, np.rint(scale * deg[X])).astype(np.int64).tolist()
-    start = canonical(np.where(free & (init < 0), -1 - np.arange(len(X)), init))
-    part = leidenalg.CPMVertexPartition(g, initial_membership=start.tolist(), weights="weight", node_sizes=sizes,
-                                        resolution_parameter=resolution / (two_m * scale * scale))
+    if mode == "subgraph": return sub_leiden(knn_graph(sub, ssim), two_m / 2, resolution, seed)
+    scale = 1000.0   # "fixed" and "local" (all of X free): the whole level's modularity, from the committed communities
+    sizes = np.maximum(1, np.rint(scale * deg[X])).astype(np.int64)
+    start, gamma = canonical(np.where(free & (init < 0), -1 - np.arange(len(X)), init)), resolution / (two_m * scale * scale)
+    if free.sum() == 1: return canonical(_one_free(sub, ssim, int(np.flatnonzero(free)[0]), start, sizes, gamma))   # one decision: made directly
+    import leidenalg
+    part = leidenalg.CPMVertexPartition(knn_graph(sub, ssim), initial_membership=start.tolist(), weights="weight", node_sizes=sizes.tolist(),
+                                        resolution_parameter=gamma)
     opt = leidenalg.Optimiser(); opt.set_rng_seed(seed)
     opt.optimise_partition(part, n_iterations=-1, is_membership_fixed=(~free).tolist())
     return canonical(np.asarray(part.membership, np.int64))

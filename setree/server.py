@@ -435,7 +435,7 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #7934f37e
+# %% ../nbs/08b_server.ipynb #2455eb19
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
              earlier_pending:bool=True, # an insert of stored texts only, or an update to the fact's own text: whether a change queued before it is still unapplied
@@ -444,23 +444,19 @@ def ack_text(ack, # the `Ack` of a queued change
     from setree.cli import _ack_lines
     head = _ack_lines(ack.op, ack) if ack.ids else f"{ack.op} (seq {ack.seq})"
     if replaced: head += f"\ndeletes the {replaced} facts stored now"
-    if _nothing_new(ack):
+    if ack.unchanged:
         if not earlier_pending: return head + "\nnothing to wait for: every text is stored and visible already."
         return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {ack.seq}."
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally within a second)."
 
-def _nothing_new(ack)->bool:
-    "An insert whose every text was stored already, or an update to the fact's own text: nothing for a pass to do."
-    return ack.op in ("insert", "update") and not set(ack.ids) - set(ack.already_stored)
-
-# %% ../nbs/08b_server.ipynb #c21d6afc
+# %% ../nbs/08b_server.ipynb #10b224d9
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
     from setree.cli import repeated_ids
-    queued = not _nothing_new(ack)
+    queued = not ack.unchanged
     if queued: self.writer.changed()
-    earlier = _nothing_new(ack) and self._queue.queue_state()["applied_seq"] < ack.seq - queued   # every change before this one applied: its texts are visible
+    earlier = ack.unchanged and self._queue.queue_state()["applied_seq"] < ack.seq - queued   # every change before this one applied: its texts are visible
     d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": queued, **({"replaces_facts": replaced} if replaced is not None else {})}
     return _result(ack_text(ack, replaced, earlier), d)
 

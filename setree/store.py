@@ -696,17 +696,18 @@ def _read_tree(con, path)->Tree:
     t._generation = int(meta.get("generation", "0"))
     return t
 
-# %% ../nbs/07_store.ipynb #8a119509
+# %% ../nbs/07_store.ipynb #dcd1782c
 _META_INTS = ("schema_version", "n_facts", "n_nodes", "dim", "n_levels", "generation", "applied_seq", "next_key", "phrases_n", "phrases_gen")
 _META_JSON = ("config", "layout", "depth", "seed", "last_pass")
 
 def _gone_rows(meta:dict)->list:
     "The meta rows every commit of a tree writes (a version-1 store: no generation or next_key) that `meta` lacks; applied_seq too once a pass applied a change."
-    need = ("n_facts", "dim", "config", "layout", "embedder_id", "n_levels", "depth", "generation", "next_key")
-    gone = [k for k in need[:None if int(meta.get("schema_version", "0")) >= 2 else -2] if "n_nodes" in meta and k not in meta]
-    if "applied_seq" in meta: return gone
+    if "n_nodes" not in meta: return []   # (no tree saved yet)
+    need = ["n_facts", "dim", "config", "layout", "embedder_id", "n_levels", "depth"]
+    if int(meta.get("schema_version", "0")) >= 2: need += ["generation", "next_key"]
     last = json.loads(meta.get("last_pass", "null"))   # (a pass writes applied_seq with its report; a failed pass reports the one it found)
-    return gone + ["applied_seq"] * (isinstance(last, dict) and isinstance(last.get("applied_seq"), int) and last["applied_seq"] > 0)
+    if isinstance(last, dict) and isinstance(last.get("applied_seq"), int) and last["applied_seq"] > 0: need.append("applied_seq")
+    return [k for k in need if k not in meta]
 
 def check_meta(path, meta:dict,
                rows:bool=True, # also the rows a tree needs (`_gone_rows`); False: the values only (queueing a build or reset, which replaces every row: the way out)
