@@ -452,7 +452,7 @@ class _gc_paused:
     def __exit__(self, *exc):
         if self.was: gc.freeze(); gc.unfreeze(); gc.enable()
 
-# %% ../nbs/07b_maintain.ipynb #6512d08d
+# %% ../nbs/07b_maintain.ipynb #20ddcbbd
 def carry_terms(base:Tree, # the committed tree
                 tree:Tree, # the pass's new tree
                )->list[np.ndarray]: # `Tree.terms` of `tree`: the lexical (BM25) term ids of each of its facts
@@ -460,7 +460,8 @@ def carry_terms(base:Tree, # the committed tree
     from setree.lexical import term_ids
     from setree.store import _key_index
     N, Nb = tree.n_facts, base.n_facts
-    pos = _key_index(base)(np.asarray(tree._keys, np.int64)[:N]) if base.terms is not None else np.full(N, -1); pos[pos >= Nb] = -1
+    if base.terms is None or len(base.terms) != Nb: return term_ids([f.text for f in tree.facts])   # stored without terms: all, once
+    pos = _key_index(base)(np.asarray(tree._keys, np.int64)[:N]); pos[pos >= Nb] = -1
     bf, tf = base.facts, tree.facts   # a kept row key is the same fact, unless its text changed (a pass reuses the committed Fact objects)
     L = _prefix(tree, base, pos)      # the leading facts that are the committed ones, in place: their terms as they are
     same = [p >= 0 and (bf[p] is f or (bf[p].id, bf[p].text) == (f.id, f.text)) for p, f in zip(pos[L:].tolist(), tf[L:])]
