@@ -11,11 +11,11 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING',
            'COMMANDS', 'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
-           'store_errors', 'check_llm_flags', 'PassFailed', 'replace_note', 'cmd_build', 'repeated_ids',
-           'repeated_note', 'merged_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'add_serve_args',
-           'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts',
-           'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'error_data', 'one_line',
-           'lists_in_json', 'in_json']
+           'store_errors', 'check_llm_flags', 'check_store_embedder', 'PassFailed', 'replace_note', 'cmd_build',
+           'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'cmd_insert', 'cmd_forget', 'cmd_update',
+           'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats', 'readable',
+           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code',
+           'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -247,12 +247,14 @@ def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made alr
     p = _check_db(args.db, create)
     cfg = config if config is not None else load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
-    if args.command != "build" and getattr(args, "embedder", None) and p.exists(): _same_embedder(p, embedder)
+    if args.command != "build" and getattr(args, "embedder", None) and p.exists(): check_store_embedder(p, embedder)
     with store_errors(): return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
 
-# %% ../nbs/08_cli.ipynb #439f603d
-def _same_embedder(p:Path, embedder):
-    "A change must not silently re-embed the whole store with another model: refuse an --embedder the store was not built with."
+# %% ../nbs/08_cli.ipynb #dc7a6b3d
+def check_store_embedder(p:Path, # an existing store file
+                         embedder, # the embedder a change was given (`.identity` is compared)
+                        )->None:
+    "A change must not silently re-embed the whole store with another model: raises `UsageError` for an --embedder the store was not built with (CLI and MCP server)."
     with _open_store(str(p)) as st: eid = st.embedder_id()
     if eid and eid != embedder.identity:
         raise UsageError(f"store {p} holds vectors of {eid}, not {embedder.identity}: a change with another --embedder would re-embed every fact; "
@@ -426,10 +428,12 @@ def _ack_now(args, text:str):
     "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
     if not getattr(args, "json", False): print(text, flush=True)
 
-# %% ../nbs/08_cli.ipynb #e29e4eb3
+# %% ../nbs/08_cli.ipynb #9a365519
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
-def _ack_lines(what:str, ack)->str:
+def ack_lines(what:str, # the change: insert, forget, update, build or reset
+              ack, # its `setree.maintain.Ack`
+             )->str: # one or more lines, as the CLI prints them and the MCP server returns them
     "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored, or (update) that the fact already has the text."
     ids = list(dict.fromkeys(ack.ids))
     new = [i for i in ids if i not in set(ack.already_stored)]
@@ -545,7 +549,7 @@ def _mutate(args, what:str, fn)->int:
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint() if "like the markers" in str(e) else "")) from None
         if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
         return ack
-    with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: _ack_lines(what, ack))
+    with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: ack_lines(what, ack))
     if stopped is not None: return stopped
     if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
@@ -1147,7 +1151,7 @@ def _list_in_json(m)->str:
     try: return m[1] + json.dumps(ast.literal_eval(m[2]), ensure_ascii=False)
     except (ValueError, SyntaxError): return m[0]
 
-# %% ../nbs/08_cli.ipynb #5b92a817
+# %% ../nbs/08_cli.ipynb #0de46414
 _PY_TO_JSON = (("build with replace=True", 'call build with "replace": true'), ("call reset(confirm=True)", 'call reset with "confirm": true'),
                ("an object (dict)", "an object"))
 _PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float": "a number", "str": "a string", "list": "an array",
@@ -1155,17 +1159,18 @@ _PY_TYPE = {"NoneType": "null", "bool": "true/false", "int": "a number", "float"
 _GOT_VALUE = re.compile(r"(got |, (?!got ))(.+?) \((NoneType|bool|int|float|str|list|tuple|dict)\)")   # "got 5 (int)", "got 5 (int), 2.5 (float)"
 _GOT_TYPE = re.compile(r"\b(got|, not) (NoneType|bool|int|float|str|list|tuple|dict)\b")
 
-def _plain(v):
+def plain_numbers(v # a JSON-able value (nested lists and dicts are walked)
+                 ): # the same value with whole floats as ints
     "`v` with every whole float written as an integer (JSON has one number type: 1e9 is 1000000000); NaN and infinities stay."
     if isinstance(v, float) and v.is_integer() and abs(v) < 1e16: return int(v)
-    if isinstance(v, list): return [_plain(x) for x in v]
-    if isinstance(v, dict): return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list): return [plain_numbers(x) for x in v]
+    if isinstance(v, dict): return {k: plain_numbers(x) for k, x in v.items()}
     return v
 
 def _json_repr(py:str)->str:
     "A Python literal of a message (`None`, `True`, `'x'`, `['a']`) written as JSON; unchanged when it is not one."
     import ast
-    try: return json.dumps(_plain(float(py) if py in ("nan", "inf", "-inf") else ast.literal_eval(py)), ensure_ascii=False)
+    try: return json.dumps(plain_numbers(float(py) if py in ("nan", "inf", "-inf") else ast.literal_eval(py)), ensure_ascii=False)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return py
 
 # %% ../nbs/08_cli.ipynb #7d879d8d

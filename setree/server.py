@@ -28,7 +28,7 @@ except ImportError as e:  # the server is an optional extra
 # %% ../nbs/08b_server.ipynb #3d597448
 from . import __version__
 from .core import RepeatedKey, as_facts, patch, unique_keys
-from .cli import _plain, in_json, json_type
+from .cli import plain_numbers, in_json, json_type
 from .cover import check_budget, cover_data
 from .store import StoreDamaged
 
@@ -127,7 +127,7 @@ def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
 # %% ../nbs/08b_server.ipynb #0e028c75
 def _shown(v)->str:
     "A JSON value as a caller wrote it, cut to 40 characters; numbers as JSON writes them (`1000000000`, `NaN`, `Infinity`)."
-    try: t = json.dumps(_plain(v), ensure_ascii=False)
+    try: t = json.dumps(plain_numbers(v), ensure_ascii=False)
     except (TypeError, ValueError, RecursionError): t = repr(v)
     return t if len(t) <= 40 else t[:39] + "…"
 
@@ -441,8 +441,8 @@ def ack_text(ack, # the `Ack` of a queued change
              earlier_pending:bool=True, # an insert of stored texts only, or an update to the fact's own text: whether a change queued before it is still unapplied
             )->str: # the command line's lines for the change (`setree.cli`), then when it becomes visible
     "What a queued change did, for a person, as `setree insert`/`forget`/`update`/`build` say it, then when it is visible."
-    from setree.cli import _ack_lines
-    head = _ack_lines(ack.op, ack) if ack.ids else f"{ack.op} (seq {ack.seq})"
+    from setree.cli import ack_lines
+    head = ack_lines(ack.op, ack) if ack.ids else f"{ack.op} (seq {ack.seq})"
     if replaced: head += f"\ndeletes the {replaced} facts stored now"
     if ack.unchanged:
         if not earlier_pending: return head + "\nnothing to wait for: every text is stored and visible already."
@@ -778,8 +778,8 @@ def open_app(args)->MemoryServer:
     spec = embedder_spec(args.embedder, path)
     emb = get_embedder(spec[0], **spec[1])
     if args.embedder is not None and path.is_file():
-        from setree.cli import _same_embedder
-        _same_embedder(path, emb)      # as on the command line: a change with another embedder would re-embed every fact
+        from setree.cli import check_store_embedder
+        check_store_embedder(path, emb)      # as on the command line: a change with another embedder would re-embed every fact
     emb.embed_query("warm up")        # load the model now, not in the first request
     summarizer = None
     if summ_kw is not None and args.passes == "thread":
