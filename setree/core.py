@@ -61,10 +61,12 @@ def _nesting(x)->int:
     return deepest
 
 # %% ../nbs/00_core.ipynb #cfb3fd27
-def unicode_problem(s:str # a string that UTF-8 cannot encode
-                   )->str: # what is wrong with it, in words
+def unicode_problem(s:str # any string
+                   )->str|None: # what is wrong with it, in words; None when UTF-8 can encode it
     """Bytes that were not UTF-8 (Python keeps them as U+DC80..U+DCFF when it decodes a command line or a file name), or a lone
     surrogate (from `\\ud83d`-style escapes): each said in its own words."""
+    try: s.encode("utf-8"); return None
+    except UnicodeEncodeError: pass
     i = next((i for i, c in enumerate(s) if "\udc80" <= c <= "\udcff"), None)
     if i is not None: return f"not UTF-8 text (the byte 0x{ord(s[i]) - 0xDC00:02X} at character {i + 1} could not be decoded)"
     return "not valid Unicode (lone surrogate)"
@@ -76,8 +78,7 @@ def check_fact_id(fid # a caller's fact id
                  )->str: # `fid` itself
     "Refuse what cannot be a fact id: `TypeError` for a non-string, `ValueError` for a lone surrogate, a blank id, a control character or line break."
     if not isinstance(fid, str): raise TypeError(f"id must be a string, got {fid!r:.40} ({type(fid).__name__})")
-    try: fid.encode("utf-8")
-    except UnicodeEncodeError: raise ValueError(f"id is {unicode_problem(fid)}") from None
+    if bad := unicode_problem(fid): raise ValueError(f"id is {bad}")
     if is_blank(fid): raise ValueError("id is blank")
     if m := _ID_CONTROL.search(fid): raise ValueError(f"id holds a control character or line break (U+{ord(m[0]):04X})")
     return fid
@@ -144,10 +145,7 @@ def _check_texts(raw):
     "Refuse non-string, unencodable (lone surrogate), control-character and blank texts, naming their indices."
     bad_type = [i for i, (_, t, _) in enumerate(raw) if not isinstance(t, str)]
     if bad_type: raise TypeError(f"fact text must be a string; got {raw[bad_type[0]][1]!r:.40} ({type(raw[bad_type[0]][1]).__name__}) at index {bad_type[:20]}")
-    unenc = []
-    for i, (_, t, _) in enumerate(raw):
-        try: t.encode("utf-8")
-        except UnicodeEncodeError: unenc.append(i)
+    unenc = [i for i, (_, t, _) in enumerate(raw) if unicode_problem(t)]
     if unenc: raise ValueError(f"fact text is {unicode_problem(raw[unenc[0]][1])} at index {unenc[:20]}")
     blank = [i for i, (_, t, _) in enumerate(raw) if is_blank(t)]
     if blank: raise ValueError(f"{'blank fact' if len(blank) == 1 else f'{len(blank)} blank facts'} (empty, whitespace or invisible characters only) at index {blank[:20]}")

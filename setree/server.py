@@ -27,7 +27,7 @@ except ImportError as e:  # the server is an optional extra
 
 # %% ../nbs/08b_server.ipynb #3d597448
 from . import __version__
-from .core import RepeatedKey, as_facts, patch, unique_keys
+from .core import RepeatedKey, as_facts, patch, unicode_problem, unique_keys
 from .cli import plain_numbers, in_json, json_type
 from .cover import check_budget, cover_data
 from .store import StoreDamaged
@@ -115,9 +115,7 @@ def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
                    path:str="", # where `x` sits, for the message
                   )->str|None: # the path of the first string that is not valid Unicode, or None
     "Find a string holding a lone surrogate (it cannot be encoded as UTF-8) anywhere in a JSON value."
-    if isinstance(x, str):
-        try: x.encode("utf-8"); return None
-        except UnicodeEncodeError: return path or "value"
+    if isinstance(x, str): return (path or "value") if unicode_problem(x) else None
     items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
     for k, v in items:
         p = lone_surrogate(v, f"{path}.{k}" if isinstance(k, str) else f"{path}[{k}]")
