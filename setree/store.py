@@ -977,13 +977,15 @@ def record_pass(self:Store, report:dict # a pass report (a failed pass: `error` 
     "Store `report` as meta.last_pass, nothing else."
     self._txn(lambda con: con.execute("INSERT OR REPLACE INTO meta VALUES ('last_pass', ?)", (_dumps(report, "pass report"),)), write=True)
 
-# %% ../nbs/07_store.ipynb #aa04955d
+# %% ../nbs/07_store.ipynb #5c5d0583
 def _has_phrases(con)->bool: return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'phrases'").fetchone() is not None
 
 def _write_phrases(con, base:Tree, tree:Tree, gen:int):
     "Inside a pass's commit (generation `gen` -> gen + 1): the phrase counts of `tree` that changed, or all of them when the table is stale."
     ps = getattr(tree, "_phrase_stats", None)
-    if ps is None or ps.n != len(tree.facts): return                 # counts unknown: the mark goes stale, the next pass recounts
+    if ps is None or ps.n != len(tree.facts):                        # counts unknown: the mark goes stale, the next pass recounts;
+        if _has_phrases(con): con.execute("DELETE FROM phrases")     # the stale rows go now (they may hold phrases of removed facts)
+        return
     current = _meta(con).get("phrases_gen") == str(gen) and _has_phrases(con)
     con.execute("CREATE TABLE IF NOT EXISTS phrases (k TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID")
     if current and tree is base: pass                                # (a pass that changed nothing: only the mark moves on)
