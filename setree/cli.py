@@ -13,9 +13,9 @@ __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'S
            'COMMANDS', 'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
            'store_errors', 'check_llm_flags', 'check_store_embedder', 'PassFailed', 'replace_note', 'cmd_build',
            'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'cmd_insert', 'cmd_forget', 'cmd_update',
-           'cmd_maintain', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats', 'readable',
-           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code',
-           'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
+           'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats',
+           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
+           'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -597,6 +597,15 @@ def _maintain_stopped(kb, db:str)->str:
     left = "" if n is None else f" ({n} change{'s' * (n != 1)} still queued)"
     return f"the maintenance pass was stopped: the last applied tree and the queue are intact{left}; `setree maintain --db {db}` applies {'it' if n == 1 else 'them'}"
 
+# %% ../nbs/08_cli.ipynb #8aeedfab
+def cmd_compact(args)->int:
+    "setree compact --db PATH: the store file rewritten without unused space; its sizes before and after."
+    with _kb(args, create=False) as kb, store_errors(): r = kb.compact()
+    mb = lambda b: f"{b / 1e6:.1f} MB"
+    kept = "" if r["log_emptied"] else "; a reader still holds the old write-ahead log: it is emptied when the last reader closes"
+    _out(args, f"compact: {mb(r['bytes_before'])} -> {mb(r['bytes_after'])} in {r['seconds']} s{kept}", r)
+    return 0
+
 # %% ../nbs/08_cli.ipynb #afaa19bf
 def _serve_module():
     try: import setree.server as srv
@@ -969,7 +978,7 @@ def _retrieve_parser(sub):
         r.add_argument("--" + k.replace("_", "-"), dest=k, type=number, default=None, help=f"{h} (config {k}; default: the stored tree's)")
     r.add_argument("--glimpse", type=integer, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
 
-# %% ../nbs/08_cli.ipynb #c5f919b2
+# %% ../nbs/08_cli.ipynb #b0dfe003
 def _change_parser(sub, name:str, help:str):
     sp = sub.add_parser(name, help=help); _common(sp); _summarizer_args(sp)
     sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")
@@ -982,6 +991,7 @@ def _change_parsers(sub):
     u = _change_parser(sub, "update", "change the text of a fact, keeping its id")
     u.add_argument("id", metavar="ID", help="the fact's id (`retrieve --json`, `inspect`)"); u.add_argument("text", metavar="TEXT", help="its new text")
     _change_parser(sub, "maintain", "apply every queued change now, in one pass")
+    _common(sub.add_parser("compact", help="rewrite the store file without unused space (no old copy of a forgotten text stays in it)"), config=False)
 
 # %% ../nbs/08_cli.ipynb #99c49430
 def _read_parsers(sub):
@@ -1059,10 +1069,10 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #65a2f9e3
+# %% ../nbs/08_cli.ipynb #3fb04f4c
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
-            "maintain": cmd_maintain}
+            "maintain": cmd_maintain, "compact": cmd_compact}
 
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small, 128 + the signal's number when stopped (130 Ctrl-C)

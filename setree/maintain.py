@@ -1343,3 +1343,17 @@ def queue_state(self:KnowledgeBase)->dict:
     """pending (queued, not applied), queued_seq, applied_seq, last_pass (the last pass report, a failed one included) and replaces (the last queued
     build or reset, which replaces every fact when a pass applies it: {seq, op, facts}, or None), read in one transaction; no tree check."""
     return self._r.queue_state()
+
+# %% ../nbs/07b_maintain.ipynb #e8c8e910
+def _store_bytes(path)->int: return sum(os.path.getsize(p) for p in (str(path), f"{path}-wal") if os.path.exists(p))
+
+@patch
+def compact(self:KnowledgeBase)->dict:
+    """Rewrite the store file without unused space (`Store.vacuum`), then empty the write-ahead log; the tree and the queue are unchanged.
+    Returns bytes_before, bytes_after (the file and its log), seconds, log_emptied (False: a reader of an old snapshot kept the log; the next
+    checkpoint or the last close empties it). Raises `StoreError` read-only, `StoreBusy` when a pass or writer holds the store past `timeout_s`."""
+    if self.readonly: raise StoreError(f"store {self.path} is open read-only")
+    with self._pass_lock():
+        before, t0 = _store_bytes(self.path), time.perf_counter()
+        self._w.vacuum(); emptied = self._w.checkpoint()
+        return dict(bytes_before=before, bytes_after=_store_bytes(self.path), seconds=round(time.perf_counter() - t0, 3), log_emptied=emptied)

@@ -888,6 +888,17 @@ def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an 
         finally: self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
     return not busy
 
+# %% ../nbs/07_store.ipynb #2b4dcf76
+@patch
+def vacuum(self:Store)->None:
+    "Rewrite the store file without unused space (SQLite `VACUUM`, through the write-ahead log; `checkpoint` then empties the log). Raises `StoreError` read-only, `StoreBusy` when another writer holds the store past `timeout_s`."
+    if self.readonly: raise StoreError(f"store {self.path} is open read-only")
+    with self._lock:
+        try: self._con.execute("VACUUM")
+        except sqlite3.DatabaseError as e:
+            if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
+            raise StoreError(f"store {self.path}: {e}") from e
+
 # %% ../nbs/07_store.ipynb #291a6dc3
 def _queued_seq(con)->int:
     "The last seq ever queued (SQLite's counter of the queue: it survives the rows a pass deletes); 0 before the first."
