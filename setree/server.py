@@ -269,7 +269,7 @@ def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #30bdea05
+# %% ../nbs/08b_server.ipynb #66d39eae
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
@@ -286,7 +286,9 @@ def _run(self:Writer):
         with self._cv:
             self.running_since, self._served, self.passes, self.last_outcome = None, serving, self.passes + 1, error
             if report is not None: self.last_report = report
-            if error:
+            if error and self._stop:   # the server is shutting down: the stopped pass committed nothing, its changes wait for the next run
+                log.info("maintenance pass stopped by the shutdown (%s); the queued changes stay: the next start applies them", error)
+            elif error:
                 self.failures += 1; self.last_error, self.last_error_at = error, time.time()
                 self._not_before = time.monotonic() + min(60.0, 2.0 ** (self.failures - 1))
                 self._dirty = self._dirty or time.monotonic()   # try again after the back-off
@@ -302,7 +304,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #962504e3
+# %% ../nbs/08b_server.ipynb #6a257c3a
 def _pass_worker(conn, path:str, spec:dict):
     "Body of the worker process: open the knowledge base once, then one pass per request until a None request. Ignores Ctrl-C (SIGINT): the parent stops it."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -320,10 +322,12 @@ def _pass_worker(conn, path:str, spec:dict):
     cfg = Config.from_dict(spec["config"]) if spec.get("config") is not None else None
     with KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summ) as kb:
         conn.send(("ready", os.getpid()))
-        while conn.recv() is not None:
-            try: conn.send(("ok", kb.maintain()))
-            except StoreDamaged as e: conn.send(("damaged", str(e)))
-            except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
+        try:
+            while conn.recv() is not None:
+                try: conn.send(("ok", kb.maintain()))
+                except StoreDamaged as e: conn.send(("damaged", str(e)))
+                except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
+        except (EOFError, OSError): pass   # the server is gone (killed): no one to answer; a pass commits all or nothing
 
 # %% ../nbs/08b_server.ipynb #6e0756ec
 @contextmanager
