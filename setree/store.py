@@ -25,7 +25,7 @@ def _seconds(v, name:str)->float:
     if not (v >= 0 and v != float("inf")): raise ValueError(f"{name} must be a finite number of seconds >= 0, got {v!r}")
     return float(v)
 
-# %% ../nbs/07_store.ipynb #490f209e
+# %% ../nbs/07_store.ipynb #72592e84
 class StoreError(Exception):
     "A setree store cannot be opened, read or written; the message says why."
 
@@ -36,7 +36,7 @@ class EmbedderMismatch(StoreError):
         super().__init__(f"store {path} holds vectors of embedder {stored!r}, but this call uses embedder {given!r}; {advice}")
 
 class StoreBusy(StoreError):
-    "Another connection held the write lock longer than the busy timeout; the operation can be retried."
+    "Another connection held the write lock longer than the busy timeout (retry), or changed a store read without locks (open it again)."
 
 # %% ../nbs/07_store.ipynb #86afbc5a
 DAMAGED_NEXT = "next step: restore a copy of the store, or rebuild it with `setree build FACTS --db PATH --replace`"
@@ -293,7 +293,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #b85a6efb
+# %% ../nbs/07_store.ipynb #27bd135f
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -309,22 +309,34 @@ def _rollback(con):
 
 def _read_only_fs(d:Path)->bool: return bool(os.statvfs(d).f_flag & os.ST_RDONLY)
 
-# %% ../nbs/07_store.ipynb #a73c0e99
+def _stamp(p:Path)->tuple|None:
+    "What changes when a file is written or replaced: inode, size, modification time (None: the file is gone)."
+    try: st = os.stat(p)
+    except OSError: return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+# %% ../nbs/07_store.ipynb #0f718c16
+class _Con(sqlite3.Connection):
+    stamp = None   # an immutable (lock-free) connection: the file's `_stamp` when it was opened
+
 def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
-    "A connection with a busy timeout; read-only on a read-only file system: immutable (see above). Raises `StoreError` where reading cannot work."
-    def con(q):
-        c = sqlite3.connect(p.as_uri() + q, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False)
-        try: c.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}"); c.execute("SELECT count(*) FROM sqlite_master"); return c
+    "A connection with a busy timeout; read-only where SQLite cannot write its -shm file: immutable (see above). Raises `StoreError` where reading cannot work."
+    def con(q, stamp=None):
+        c = sqlite3.connect(p.as_uri() + q, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False, factory=_Con)
+        try: c.stamp = stamp; c.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}"); c.execute("SELECT count(*) FROM sqlite_master"); return c
         except BaseException: c.close(); raise
     try: return con("?mode=ro" if readonly else "?mode=rwc")
     except sqlite3.OperationalError as e:
         if not readonly or os.access(p.parent, os.W_OK) or not ("unable to open" in str(e) or "readonly" in str(e)): raise
-    wal = p.with_name(p.name + "-wal")
-    if not _read_only_fs(p.parent):
-        raise StoreError(f"cannot read store {p}: SQLite must write its -shm file next to the store to read it, and this user cannot write to {p.parent}; ask its owner for access, or copy the store")
-    if wal.exists() and wal.stat().st_size:
-        raise StoreError(f"cannot read store {p}: it is on a read-only file system and its -wal file holds changes that SQLite can only apply where it can write; open it once on a writable copy")
-    return con("?mode=ro&immutable=1")   # a read-only file system: nothing can change the file, no locks are needed
+    wal, stamp = p.with_name(p.name + "-wal"), _stamp(p)   # (the stamp before the -wal check: a change after it is seen by the first read)
+    if _read_only_fs(p.parent):
+        if wal.exists() and wal.stat().st_size:
+            raise StoreError(f"cannot read store {p}: it is on a read-only file system and its -wal file holds changes that SQLite can only apply where it can write; open it once on a writable copy")
+    elif wal.exists():
+        raise StoreError(f"cannot open store {p}: its directory {p.parent} is not writable (SQLite keeps the store's -wal and -shm files there) and a -wal file is there: "
+                         f"the store was not closed cleanly, or another process has it open, and a read without them could miss changes; "
+                         f"open it once as a user who can write to {p.parent}, or copy the store and its -wal file to a writable directory and open the copy")
+    return con("?mode=ro&immutable=1", stamp)   # no locks: every read checks the file has not changed since (`Store._txn`)
 
 # %% ../nbs/07_store.ipynb #d9c67642
 class Store:
@@ -427,22 +439,42 @@ class Store:
         if self._con is None: raise StoreError(f"store {self.path} is closed")
         return self._con
 
-# %% ../nbs/07_store.ipynb #f5a8d920
+# %% ../nbs/07_store.ipynb #a04c453c
 @patch
 def _txn(self:Store, fn, write:bool):
     with self._lock:
-        con = self.con
-        if write and self.readonly: raise StoreError(f"store {self.path} is open read-only")
-        try:
-            con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            try: out = fn(con); con.execute("COMMIT"); return out
-            except BaseException:
-                _rollback(con)
-                raise
-        except sqlite3.DatabaseError as e:
-            if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
-            if _corrupt(e): raise StoreDamaged(f"store {self.path} is damaged: {e}", CORRUPT_NEXT) from e   # "malformed"
-            raise StoreError(f"store {self.path}: {e}") from e
+        try: out = self._txn1(fn, write)
+        except Exception as e:
+            if self._changed(): raise self._changed_error() from e   # (what looked like damage was a file changing under a lock-free read)
+            raise
+        if self._changed(): raise self._changed_error()
+        return out
+
+@patch
+def _txn1(self:Store, fn, write:bool):
+    con = self.con
+    if write and self.readonly: raise StoreError(f"store {self.path} is open read-only")
+    try:
+        con.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try: out = fn(con); con.execute("COMMIT"); return out
+        except BaseException:
+            _rollback(con)
+            raise
+    except sqlite3.DatabaseError as e:
+        if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
+        if _corrupt(e): raise StoreDamaged(f"store {self.path} is damaged: {e}", CORRUPT_NEXT) from e   # "malformed"
+        raise StoreError(f"store {self.path}: {e}") from e
+
+@patch
+def _changed(self:Store)->bool:
+    "True for a lock-free (immutable) connection whose file has changed since it was opened: what it reads may be half old, half new."
+    stamp = getattr(self._con, "stamp", None)
+    return stamp is not None and _stamp(self.path) != stamp
+
+@patch
+def _changed_error(self:Store)->StoreBusy:
+    return StoreBusy(f"store {self.path} changed after it was opened without locks (SQLite's immutable mode: its directory is not writable), "
+                     "so what was read may mix old and new pages; open the store again")
 
 def _meta(con)->dict: return dict(con.execute("SELECT key, value FROM meta"))
 
