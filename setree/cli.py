@@ -268,7 +268,7 @@ def _stored_embedder(p:Path):
     with _open_store(str(p)) as st: eid = st.embedder_id()
     return _tree_embedder(SimpleNamespace(embedder_id=eid))
 
-# %% ../nbs/08_cli.ipynb #d1e8c2c4
+# %% ../nbs/08_cli.ipynb #0344f094
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
@@ -279,10 +279,12 @@ class PassFailed(Exception):
 UNCHANGED = "unchanged"   # `_pass` for an insert of stored texts only, or an update to the fact's own text: nothing was queued, so no pass runs
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
-    """Run the maintenance pass unless --defer (None) or nothing was queued (`UNCHANGED`); `BUSY` when another pass holds the store. A failed pass
-    raises `PassFailed` (`_after_failed` says what became of the change), or `KeyboardInterrupt` when a stop signal came first (the failure is its doing)."""
-    if ack.unchanged: return UNCHANGED
-    if getattr(args, "defer", False): return None
+    """Run the maintenance pass unless --defer (None) or nothing was queued and every text it names is applied (`UNCHANGED`); `BUSY` when another
+    pass holds the store. A failed pass raises `PassFailed` (`_after_failed` says what became of the change), or `KeyboardInterrupt` when a stop
+    signal came first (the failure is its doing)."""
+    defer = getattr(args, "defer", False)
+    if ack.unchanged and (defer or not ack.already_queued): return UNCHANGED   # (texts only queued by another change: its pass, or this one, applies them)
+    if defer: return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
     except StoreBusy: return BUSY
@@ -301,13 +303,25 @@ def _after_failed(kb, what:str, ack)->bool:
     try: return kb.withdraw(ack.seq)
     except StoreError: return False
 
-# %% ../nbs/08_cli.ipynb #d4e7f574
+# %% ../nbs/08_cli.ipynb #0ff33b7b
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return f"queued; not applied yet (--defer): `setree maintain --db {db}` applies it" if db else "queued; not applied yet (--defer): `setree maintain` applies it"
-    if rep == BUSY: return (f"queued as seq {ack.seq}; not applied yet: another maintenance pass holds the store, and that pass or the next "
+    if rep == BUSY: return (f"{_queued_as(ack)}; not applied yet: another maintenance pass holds the store, and that pass or the next "
                             f"applies it (`setree stats --db {db}` shows applied_seq)")
+    if ack is not None and ack.unchanged and not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"]):
+        many = len(set(ack.already_queued.values())) > 1
+        return (f"applied: another process's maintenance pass applied the earlier change{'s' * many} that queued {'them' if len(ack.already_queued) > 1 else 'it'} "
+                f"({_seqs_text(ack.already_queued)}; applied_seq {rep['applied_seq']})")
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
+
+def _queued_as(ack)->str:
+    "Which change holds the command's texts: its own, or (it queued nothing) the earlier changes that queued them."
+    if not ack.unchanged: return f"queued as seq {ack.seq}"
+    return f"already queued by an earlier change ({_seqs_text(ack.already_queued)})"
+
+def _seqs_text(queued:dict)->str: # queued: {id: seq}, an ack's `already_queued`
+    s = sorted(set(queued.values())); return f"seq {s[0]}" if len(s) == 1 else f"seqs {', '.join(map(str, s[:5]))}{' …' if len(s) > 5 else ''}"
 
 # %% ../nbs/08_cli.ipynb #3d5a6965
 def replace_note(rep:dict, # a pass report
@@ -428,19 +442,24 @@ def _ack_now(args, text:str):
     "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
     if not getattr(args, "json", False): print(text, flush=True)
 
-# %% ../nbs/08_cli.ipynb #9a365519
+# %% ../nbs/08_cli.ipynb #6195ac5e
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def ack_lines(what:str, # the change: insert, forget, update, build or reset
               ack, # its `setree.maintain.Ack`
              )->str: # one or more lines, as the CLI prints them and the MCP server returns them
-    "What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored, or (update) that the fact already has the text."
-    ids = list(dict.fromkeys(ack.ids))
+    """What a change did, for a person: the facts, repeats in the input, and (insert) the texts that were already stored or only queued by an earlier
+    change, or (update) that the fact already has the text."""
+    ids, queued = list(dict.fromkeys(ack.ids)), ack.already_queued
     new = [i for i in ids if i not in set(ack.already_stored)]
     if new or what not in ("insert", "update"): lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"]
-    else: lines = ["insert: nothing new"] if what == "insert" else [f"update: nothing to change: fact {ids[0]} already has this text (nothing was queued)"]
+    elif what == "insert": lines = ["insert: nothing new"]
+    else: lines = [f"update: nothing to change: fact {ids[0]} already has this text" + (f", queued by an earlier change ({_seqs_text(queued)}), not applied yet"
+                                                                                        if queued else " (nothing was queued)")]
     if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + repeated_note(repeated_ids(ack.ids), ack.merged))
-    if ack.already_stored and what == "insert": lines.append(f"already stored, not added again: {_ids_text(ack.already_stored)}")
+    stored = [i for i in ack.already_stored if i not in queued]
+    if stored and what == "insert": lines.append(f"already stored, not added again: {_ids_text(stored)}")
+    if queued and what == "insert": lines.append(f"already queued by an earlier change ({_seqs_text(queued)}), not applied yet; not added again: {_ids_text(list(queued))}")
     if ack.merged and len(ack.ids) == len(ids):   # an id the caller gave, dropped: its text is stored under another (a repeat names it in its note above)
         lines.append(f"note: a given id's text is stored under another id{merged_note(ack.merged)}")
     return "\n".join(lines)
@@ -450,18 +469,24 @@ def _marker_hint()->str:
     "Where the command line shows stored ids, after the library's hint that some ids look like a context's markers."
     return " (`setree retrieve PROMPT --db PATH --json` gives each item's fact_ids, `setree inspect --db PATH` every fact's id)"
 
-# %% ../nbs/08_cli.ipynb #c2ead18c
+# %% ../nbs/08_cli.ipynb #c8601b15
 def _interrupted(kb, what:str, ack, created:bool=False # `created`: this command created the store file
                 )->int:
     """Ctrl-C during a change's pass: take the change back if no pass applied it (`KnowledgeBase.withdraw`), and say which happened.
     A store this command created, left holding nothing and with nothing else queued, is removed with its side files (`_remove_new_store`)."""
     from setree.store import StoreError
+    if ack.unchanged:   # it queued nothing: the earlier change that holds its texts is another command's, not this one's to take back
+        return _stopped_note(f"the {what} queued nothing; its texts stay {_queued_as(ack).removeprefix('already ')}, which the running pass or the next applies", ack)
     try: gone = kb.withdraw(ack.seq)
     except (StoreError, KeyboardInterrupt): gone = None
     if gone and created and _remove_new_store(kb): msg = f"the {what} was withdrawn (seq {ack.seq}); the store it had created, {kb.path}, is removed"
     elif gone: msg = f"the {what} was withdrawn (seq {ack.seq}); the store is as it was"
     elif gone is None: msg = f"the {what} stays queued (seq {ack.seq}): the next pass applies it"
     else: msg = f"the {what} had already been applied (seq {ack.seq})"
+    return _stopped_note(msg, ack, gone)
+
+def _stopped_note(msg:str, ack, gone:bool|None=False)->int:
+    "Say what a stopped change left (`gone`: it was withdrawn), on stderr and with --json; the exit code of the stop."
     print(f"setree: interrupted; {msg}", file=sys.stderr)
     if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), **({"withdrawn": True} if gone else {"ack": ack.to_dict()})})
     return interrupted_code()
@@ -508,15 +533,15 @@ def _created_store(db:str # the --db of a command that may create the store
             _unlink_store(Path(db)); e.setree_note = f"the store it had created, {Path(db).resolve()}, is removed"   # (said by `_stopped`)
         raise
 
-# %% ../nbs/08_cli.ipynb #7f3984f9
+# %% ../nbs/08_cli.ipynb #3c46650a
 def _failed_new(kb, new:bool, # `new`: this command created the store file
                 what:str, ack, e:Exception):
     "Raise `e`, the failure of a change (queuing it, or its pass); when this command created the store and it holds nothing but that change, remove it first and say so."
     from setree.store import StoreBusy
-    if not new or isinstance(e, StoreBusy) or not _remove_new_store(kb, None if ack is None else ack.seq): raise e
+    if not new or isinstance(e, StoreBusy) or not _remove_new_store(kb, None if ack is None or ack.unchanged else ack.seq): raise e
     raise PassFailed(f"the {what} failed: {getattr(e, 'reason', e)}; the store it had created, {kb.path}, is removed", getattr(e, "reason", str(e))) from None
 
-# %% ../nbs/08_cli.ipynb #7e4dc87b
+# %% ../nbs/08_cli.ipynb #b410df95
 def _change(kb, args, what:str, new:bool, # `new`: this command created the store file
             queue, # callable kb -> the change's `Ack` (refusals raised as `UsageError`)
             ack_text, # callable ack -> the acknowledgement a person reads
@@ -531,6 +556,9 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
         if _STOPPED_BY[0] is not None: raise KeyboardInterrupt
         if early: _ack_now(args, ack_text(ack))
         rep = _pass(kb, args, what, ack)
+        if ack.unchanged and isinstance(rep, dict):   # its texts were only queued: applied now, unless the change that queued them was taken back
+            with _stops_deferred(): again = queue(kb)   # (Ctrl-C on its command): then they are queued now, and applied here
+            if not again.unchanged: ack = again; _ack_now(args, ack_text(ack)); rep = _pass(kb, args, what, ack)
         if not early: _ack_now(args, ack_text(ack))
         return ack, rep, None
     except KeyboardInterrupt: return ack, None, _interrupted(kb, what, ack, created=new)
@@ -542,20 +570,22 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
         if isinstance(e, PassFailed): _failed_new(kb, new, what, ack, e)
         raise
 
-# %% ../nbs/08_cli.ipynb #8db40cd9
+# %% ../nbs/08_cli.ipynb #97a8b377
 def _mutate(args, what:str, fn)->int:
     def queue(kb):
         try: ack = fn(kb)
         except (ValueError, TypeError) as e: raise UsageError(str(e) + (_marker_hint() if "like the markers" in str(e) else "")) from None
-        if new: print(f"setree: created a new store at {kb.path}", file=sys.stderr)
+        if new and not queue.said: print(f"setree: created a new store at {kb.path}", file=sys.stderr); queue.said = True
         return ack
+    queue.said = False
     with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: ack_lines(what, ack))
     if stopped is not None: return stopped
     if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     note = replace_note(rep, ack) if isinstance(rep, dict) else None
     _out(args, _pass_line(rep, ack, args.db) + (f"\nnote: {note}" if note else ""),
-         {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy, "replace_note": note})
+         {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy, "replace_note": note,
+          **({"unchanged": True} if ack.unchanged else {})})
     return 0
 
 # %% ../nbs/08_cli.ipynb #268a76ef

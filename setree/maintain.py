@@ -20,7 +20,7 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_C
 # %% ../nbs/07b_maintain.ipynb #5bf34222
 from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
-# %% ../nbs/07b_maintain.ipynb #6af21c93
+# %% ../nbs/07b_maintain.ipynb #4cde6f1a
 @dataclass
 class Ack:
     "The acknowledgement of a queued mutation."
@@ -29,6 +29,7 @@ class Ack:
     ids: list       # fact ids affected (an insert of an already stored text: the stored fact's id)
     already_stored: list = field(default_factory=list)  # insert: the ids among `ids` whose text was already stored (or queued): nothing new for them; update: the id, when its text was already this one (nothing queued)
     merged: dict = field(default_factory=dict)  # {id: id it is stored under} for an item that named its own id but repeated an earlier item's text
+    already_queued: dict = field(default_factory=dict)  # {id: seq} for the ids of `already_stored` whose text is only queued (by change `seq`, not applied yet)
     def to_dict(self)->dict:
         "The acknowledgement as a JSON-ready dict (the same fields), as the CLI's `--json` and the MCP tools return it."
         return asdict(self)
@@ -41,17 +42,19 @@ def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseco
 
 def _fact_dict(f:Fact)->dict: return {"id": f.id, "text": f.text, "meta": f.meta}
 
-# %% ../nbs/07b_maintain.ipynb #9fe9fa34
+# %% ../nbs/07b_maintain.ipynb #4a8048f4
 class _View:
     "The facts as they will be once the queue is applied, for validating a new mutation inside its transaction."
     def __init__(self, con, applied:int):
         self.con, self.base, self.over, self.queued = con, True, {}, 0   # over: id -> text (None: forgotten) from queued mutations; queued: how many
-        for op, payload in con.execute("SELECT op, payload FROM queue WHERE seq > ? ORDER BY seq", (applied,)):
+        self.seqs = {}   # id -> the seq of the queued change that gave it its text
+        for seq, op, payload in con.execute("SELECT seq, op, payload FROM queue WHERE seq > ? ORDER BY seq", (applied,)):
             p = json.loads(payload); self.queued += 1
-            if op in ("build", "reset"): self.base, self.over = False, {f["id"]: f["text"] for f in p.get("facts", [])}
-            elif op == "insert": self.over.update({f["id"]: f["text"] for f in p["facts"]})
+            if op in ("build", "reset"): self.base, self.over = False, {f["id"]: f["text"] for f in p.get("facts", [])}; self.seqs = dict.fromkeys(self.over, seq)
+            elif op == "insert": self.over.update({f["id"]: f["text"] for f in p["facts"]}); self.seqs.update({f["id"]: seq for f in p["facts"]})
             elif op == "forget": self.over.update(dict.fromkeys(p["ids"]))
-            elif op == "update": self.over[p["id"]] = p["text"]
+            elif op == "update": self.over[p["id"]] = p["text"]; self.seqs[p["id"]] = seq
+        self.seqs = {i: q for i, q in self.seqs.items() if self.over.get(i) is not None}   # (not a forgotten one)
         self.norms = {norm_text(t): i for i, t in self.over.items() if t is not None}
 
     def text(self, fid:str)->str|None:
@@ -148,7 +151,7 @@ class _Unchanged(Exception):
     "Raised inside a change's transaction when it changes nothing (an insert of stored texts only, an update to the fact's own text): nothing is written."
     def __init__(self, seq:int): self.seq = seq
 
-# %% ../nbs/07b_maintain.ipynb #71bfc1dc
+# %% ../nbs/07b_maintain.ipynb #1140489b
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
@@ -162,13 +165,14 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
         new, alias, renamed = _insert_plan(view, kept)
         now = lambda i: alias.get(i, renamed.get(i, i))
         check.ids, check.already = [now(i) for i in ids], list(dict.fromkeys(alias.values()))
+        check.queued = {i: view.seqs[i] for i in check.already if i in view.seqs}   # (only queued: `id_of` found it in the queue)
         check.merged = {**{g: now(i) for g, i in merged.items()},      # (and a named id whose text is stored under another id)
                         **{f.id: alias[f.id] for f in kept if alias.get(f.id, f.id) != f.id and not has_text_id(f)}}
         if not new: raise _Unchanged(_queued_seq(view.con))   # every text stored or queued already: nothing to queue
         return {"facts": [_fact_dict(f) for f in new]}
     try: seq = self._enqueue("insert", {}, check)
     except _Unchanged as u: seq = u.seq
-    return Ack(seq, "insert", check.ids, check.already, check.merged)
+    return Ack(seq, "insert", check.ids, check.already, check.merged, check.queued)
 
 _MARKER_LIKE = re.compile(r"\[?([fs][0-9]{1,9})\]?(?:=(\S+))?")   # a context's marker, [f1], or its fact-ids entry f1=ID
 
@@ -221,7 +225,7 @@ def forget(self:KnowledgeBase, ids # one fact id, or a list of them
         if unknown: raise ValueError(_unknown_ids(unknown))
     return Ack(self._enqueue("forget", {"ids": ids}, check), "forget", ids)
 
-# %% ../nbs/07b_maintain.ipynb #593504a0
+# %% ../nbs/07b_maintain.ipynb #7100e93e
 @patch
 def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
            text:str, # the new text (validated like any fact)
@@ -236,9 +240,10 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
         if view.text(f.id) is None: raise ValueError(_unknown_ids([f.id]))
         other = view.id_of(f.text)
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
+        check.queued = {f.id: view.seqs[f.id]} if f.id in view.seqs else {}   # its text queued by an earlier change, not applied yet
         if other == f.id: raise _Unchanged(_queued_seq(view.con))   # its own text (whitespace aside): nothing to queue
     try: return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
-    except _Unchanged as u: return Ack(u.seq, "update", [f.id], already_stored=[f.id])
+    except _Unchanged as u: return Ack(u.seq, "update", [f.id], already_stored=[f.id], already_queued=check.queued)
 
 # %% ../nbs/07b_maintain.ipynb #94e31d7f
 @patch

@@ -437,7 +437,7 @@ class MemoryServer:
         if self.worker: self.worker.close()
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #2455eb19
+# %% ../nbs/08b_server.ipynb #75188f88
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
              earlier_pending:bool=True, # an insert of stored texts only, or an update to the fact's own text: whether a change queued before it is still unapplied
@@ -448,17 +448,17 @@ def ack_text(ack, # the `Ack` of a queued change
     if replaced: head += f"\ndeletes the {replaced} facts stored now"
     if ack.unchanged:
         if not earlier_pending: return head + "\nnothing to wait for: every text is stored and visible already."
-        return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {ack.seq}."
+        return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {max(ack.already_queued.values(), default=ack.seq)}."
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally within a second)."
 
-# %% ../nbs/08b_server.ipynb #10b224d9
+# %% ../nbs/08b_server.ipynb #9ec0a56b
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
            )->mt.CallToolResult:
     from setree.cli import repeated_ids
     queued = not ack.unchanged
-    if queued: self.writer.changed()
-    earlier = ack.unchanged and self._queue.queue_state()["applied_seq"] < ack.seq - queued   # every change before this one applied: its texts are visible
+    earlier = ack.unchanged and self._queue.queue_state()["applied_seq"] < max(ack.already_queued.values(), default=0)   # its texts only queued, not applied yet
+    if queued or earlier: self.writer.changed()   # (texts another process queued: a pass after the quiet window, not only at the next poll)
     d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": queued, **({"replaces_facts": replaced} if replaced is not None else {})}
     return _result(ack_text(ack, replaced, earlier), d)
 

@@ -102,6 +102,31 @@ def test_an_insert_of_stored_texts_queues_nothing_anywhere(store, hashing):
     finally: app.close()
     with KnowledgeBase(store, embedder=hashing) as kb: assert kb.queue_state() == q0
 
+def test_an_insert_of_texts_another_process_queued_returns_once_they_are_applied(store, tmp_path):
+    """Before: while another process's change of the same texts waited for its pass (running, the pass lock held), `setree insert` said
+    `nothing new` / `already stored` at once and exited 0, the facts not applied yet. Now it says they are queued, waits for the pass and returns
+    once they are applied."""
+    import fcntl, os, subprocess, sys, time
+    from conftest import CODE
+    texts = "the user restores old radios\nthe user collects vinyl records\n"
+    first = json.loads(run("insert", "-", "--db", store, "--defer", "--json", input=texts).stdout)["ack"]   # the other process's change, queued
+    fd = os.open(f"{store}-lock", os.O_RDWR | os.O_CREAT, 0o644)      # ... and its pass, running
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        (tmp_path / "two.txt").write_text(texts, encoding="utf-8")
+        p = subprocess.Popen([sys.executable, "-c", CODE, "insert", str(tmp_path / "two.txt"), "--db", str(store), "--json"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(3.0)
+        assert p.poll() is None, ("returned while the pass lock was held", p.stdout.read())
+    finally: os.close(fd)
+    out, err = p.communicate(timeout=120)
+    j = json.loads(out)
+    assert (p.returncode, j["unchanged"], j["ack"]["already_queued"], j["pass"]["inserted"]) == (0, True, dict.fromkeys(first["ids"], first["seq"]), 2), (out, err)
+    s = json.loads(run("stats", "--db", store, "--json").stdout)
+    assert (s["facts"], s["pending"], s["applied_seq"]) == (len(FACTS) + 2, 0, first["seq"]), s
+    p = run("insert", "-", "--db", store, input=texts)                  # now stored: said so, and no pass
+    assert p.stdout == f"insert: nothing new\nalready stored, not added again: 2 fact(s) {' '.join(first['ids'])}\n", p.stdout
+
 def test_a_store_without_its_schema_version_names_the_way_out(store):
     "Before: `damaged setree store, schema_version = None`, exit 2, and no next step."
     import sqlite3
