@@ -20,7 +20,7 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_C
 # %% ../nbs/07b_maintain.ipynb #5bf34222
 from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
-# %% ../nbs/07b_maintain.ipynb #4cde6f1a
+# %% ../nbs/07b_maintain.ipynb #1a0b821b
 @dataclass
 class Ack:
     "The acknowledgement of a queued mutation."
@@ -35,14 +35,14 @@ class Ack:
         return asdict(self)
     @property
     def unchanged(self)->bool:
-        "True for an insert whose every text was stored already, or an update to the fact's own text: nothing was queued, no pass has work."
-        return self.op in ("insert", "update") and not set(self.ids) - set(self.already_stored)
+        "True for an insert whose every text was stored already, or an update to the fact's own text: nothing was queued, no pass has work (an insert of texts only queued queues them again: changed)."
+        return self.op in ("insert", "update") and not set(self.ids) - set(self.already_stored) and (self.op == "update" or not self.already_queued)
 
 def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 def _fact_dict(f:Fact)->dict: return {"id": f.id, "text": f.text, "meta": f.meta}
 
-# %% ../nbs/07b_maintain.ipynb #4a8048f4
+# %% ../nbs/07b_maintain.ipynb #672b8f9a
 class _View:
     "The facts as they will be once the queue is applied, for validating a new mutation inside its transaction."
     def __init__(self, con, applied:int):
@@ -72,6 +72,10 @@ class _View:
         for (fid,) in self.con.execute("SELECT id FROM facts WHERE norm = ?", (n,)):
             if fid not in self.over: return fid
         return None
+
+    def stored(self, fid:str)->bool:
+        "Whether fact `fid` is in the committed tree (and no queued build or reset replaces it)."
+        return self.base and self.con.execute("SELECT 1 FROM facts WHERE id = ?", (fid,)).fetchone() is not None
 
     def count(self)->int:
         "How many facts there will be (used by build's refusal)."
@@ -151,12 +155,12 @@ class _Unchanged(Exception):
     "Raised inside a change's transaction when it changes nothing (an insert of stored texts only, an update to the fact's own text): nothing is written."
     def __init__(self, seq:int): self.seq = seq
 
-# %% ../nbs/07b_maintain.ipynb #1140489b
+# %% ../nbs/07b_maintain.ipynb #71f52314
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
     """Queue facts for insertion (durable on return). Validated first, with `build`'s errors (`ValueError`, `TypeError`); a text
-    already stored, or given twice, is stored once; when every text is, nothing is queued (the ack's `seq` is the last queued change's).
+    already stored, or given twice, is stored once; when every text is, nothing is queued (the ack's `seq` is the last queued change's). A text only queued by an earlier change is queued again (`_queued_again`): the ack must not depend on a change its own command may still withdraw.
     Raises `ValueError` for an explicit id that names a fact with another text."""
     merged = {}
     kept, ids = unique_facts(facts, merged)
@@ -168,8 +172,9 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
         check.queued = {i: view.seqs[i] for i in check.already if i in view.seqs}   # (only queued: `id_of` found it in the queue)
         check.merged = {**{g: now(i) for g, i in merged.items()},      # (and a named id whose text is stored under another id)
                         **{f.id: alias[f.id] for f in kept if alias.get(f.id, f.id) != f.id and not has_text_id(f)}}
-        if not new: raise _Unchanged(_queued_seq(view.con))   # every text stored or queued already: nothing to queue
-        return {"facts": [_fact_dict(f) for f in new]}
+        again = _queued_again(view, kept, alias, check.queued)   # (texts only queued by another change: queued by this one too)
+        if not new and not again: raise _Unchanged(_queued_seq(view.con))   # every text stored already: nothing to queue
+        return {"facts": [_fact_dict(f) for f in new + again]}
     try: seq = self._enqueue("insert", {}, check)
     except _Unchanged as u: seq = u.seq
     return Ack(seq, "insert", check.ids, check.already, check.merged, check.queued)
@@ -189,6 +194,17 @@ def _check_id(fid:str):
     "`setree.core.check_fact_id`, its message naming a fact id."
     try: check_fact_id(fid)
     except ValueError as e: raise ValueError(f"fact {e}: {fid!r:.60}") from None
+
+def _queued_again(view, kept:list[Fact], alias:dict, queued:dict)->list[Fact]:
+    """The facts an insert queues again because their text is only queued by an earlier change: so that its acknowledgement does not
+    depend on that change, which its own command may still withdraw. A pass skips the copy of a text it already holds. A fact only
+    queued keeps its queued id and text; a stored fact whose new text an update queued is queued under the insert's own id."""
+    out = []
+    for f in kept:
+        a = alias.get(f.id)
+        if a not in queued: continue
+        out.append(Fact(f.id, f.text, f.meta) if view.stored(a) else Fact(a, view.over[a], f.meta))
+    return list({g.id: g for g in out}.values())
 
 def _insert_plan(view, kept:list[Fact])->tuple[list[Fact], dict, dict]:
     """The facts an insert queues, {given id: stored id} for texts already there, {derived id: fresh id} for renamed ones.
@@ -225,7 +241,7 @@ def forget(self:KnowledgeBase, ids # one fact id, or a list of them
         if unknown: raise ValueError(_unknown_ids(unknown))
     return Ack(self._enqueue("forget", {"ids": ids}, check), "forget", ids)
 
-# %% ../nbs/07b_maintain.ipynb #7100e93e
+# %% ../nbs/07b_maintain.ipynb #2b07afda
 @patch
 def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
            text:str, # the new text (validated like any fact)
@@ -241,7 +257,8 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
         other = view.id_of(f.text)
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
         check.queued = {f.id: view.seqs[f.id]} if f.id in view.seqs else {}   # its text queued by an earlier change, not applied yet
-        if other == f.id: raise _Unchanged(_queued_seq(view.con))   # its own text (whitespace aside): nothing to queue
+        if other == f.id and not (check.queued and view.stored(f.id)): raise _Unchanged(_queued_seq(view.con))   # its own text (whitespace aside): nothing to queue
+        check.queued = {}   # (a text only queued by an earlier update: queued by this one too, so the ack does not depend on it)
     try: return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
     except _Unchanged as u: return Ack(u.seq, "update", [f.id], already_stored=[f.id], already_queued=check.queued)
 

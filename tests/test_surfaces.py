@@ -104,8 +104,8 @@ def test_an_insert_of_stored_texts_queues_nothing_anywhere(store, hashing):
 
 def test_an_insert_of_texts_another_process_queued_returns_once_they_are_applied(store, tmp_path):
     """Before: while another process's change of the same texts waited for its pass (running, the pass lock held), `setree insert` said
-    `nothing new` / `already stored` at once and exited 0, the facts not applied yet. Now it says they are queued, waits for the pass and returns
-    once they are applied."""
+    `nothing new` / `already stored` at once and exited 0, the facts not applied yet. Now it says they are queued, queues them again (its ack must not depend on the other change, which its command may withdraw),
+    waits for the pass and returns once they are applied."""
     import fcntl, os, subprocess, sys, time
     from conftest import CODE
     texts = "the user restores old radios\nthe user collects vinyl records\n"
@@ -121,9 +121,9 @@ def test_an_insert_of_texts_another_process_queued_returns_once_they_are_applied
     finally: os.close(fd)
     out, err = p.communicate(timeout=120)
     j = json.loads(out)
-    assert (p.returncode, j["unchanged"], j["ack"]["already_queued"], j["pass"]["inserted"]) == (0, True, dict.fromkeys(first["ids"], first["seq"]), 2), (out, err)
-    s = json.loads(run("stats", "--db", store, "--json").stdout)
-    assert (s["facts"], s["pending"], s["applied_seq"]) == (len(FACTS) + 2, 0, first["seq"]), s
+    assert (p.returncode, j.get("unchanged", False), j["ack"]["already_queued"], j["pass"]["inserted"]) == (0, False, dict.fromkeys(first["ids"], first["seq"]), 2), (out, err)
+    s = json.loads(run("stats", "--db", store, "--json").stdout)   # (it queued the texts again, so that its ack does not depend on the other change)
+    assert (s["facts"], s["pending"], s["applied_seq"]) == (len(FACTS) + 2, 0, j["ack"]["seq"]) and j["ack"]["seq"] > first["seq"], s
     p = run("insert", "-", "--db", store, input=texts)                  # now stored: said so, and no pass
     assert p.stdout == f"insert: nothing new\nalready stored, not added again: 2 fact(s) {' '.join(first['ids'])}\n", p.stdout
 
@@ -208,10 +208,12 @@ def test_an_update_to_the_same_text_queues_nothing_anywhere(store, hashing):
         r = app.call("update", {"id": fid, "text": "the user keeps two hives of bees"})      # a real change is still queued
         assert r.structured_content["queued"] is True and r.structured_content["seq"] == q0["queued_seq"] + 1
     finally: app.close()
-    with KnowledgeBase(store, embedder=hashing) as kb:                      # a text queued, not applied yet: updating to it again changes nothing
-        seq = kb.update(fid, "the user keeps three hives of bees").seq
+    with KnowledgeBase(store, embedder=hashing) as kb:   # a text queued, not applied yet: updating to it again queues it again (the ack must not
+        seq = kb.update(fid, "the user keeps three hives of bees").seq   # depend on the first change, whose command may still withdraw it)
         ack = kb.update(fid, "the user keeps three hives of bees")
-        assert (ack.already_stored, ack.seq, kb.queue_state()["pending"]) == ([fid], seq, 1)
+        assert (ack.already_stored, ack.seq, kb.queue_state()["pending"]) == ([], seq + 1, 2)
+        kb.withdraw(seq); kb.maintain()
+        assert {f.id: f.text for f in kb.tree().facts}[fid] == "the user keeps three hives of bees"
 
 # -- the server's maintain tool on a store found damaged ---------------------------------------------------------------------
 
