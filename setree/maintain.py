@@ -225,11 +225,12 @@ def _insert_plan(view, kept:list[Fact])->tuple[list[Fact], dict, dict]:
         taken.add(fid); new.append(Fact(fid, f.text, f.meta))
     return new, alias, renamed
 
-# %% ../nbs/07b_maintain.ipynb #7095f782
+# %% ../nbs/07b_maintain.ipynb #d51582ee
 @patch
 def forget(self:KnowledgeBase, ids # one fact id, or a list of them
           )->Ack:
-    "Queue facts for deletion. Raises `ValueError` naming unknown ids (nothing is queued), `TypeError` for an id that is not a string."
+    """Queue facts for deletion. An id whose forget is already queued is queued again (the ack must not depend on that change, which its
+    own command may still withdraw). Raises `ValueError` naming unknown ids (nothing is queued), `TypeError` for an id that is not a string."""
     ids = list(ids) if isinstance(ids, (list, tuple, set)) else [ids]
     bad = [i for i in ids if not isinstance(i, str)]   # a number is refused, not read as its digits
     if bad: raise TypeError("fact ids must be strings; got " + ", ".join(f"{i!r} ({type(i).__name__})" for i in bad[:5]))
@@ -237,7 +238,7 @@ def forget(self:KnowledgeBase, ids # one fact id, or a list of them
     if not ids: raise ValueError("no fact ids to forget")
     for i in ids: _check_id(i)
     def check(view):
-        unknown = [i for i in ids if view.text(i) is None]
+        unknown = [i for i in ids if view.text(i) is None and not (i in view.over and view.stored(i))]   # (a stored fact whose forget is queued: known)
         if unknown: raise ValueError(_unknown_ids(unknown))
     return Ack(self._enqueue("forget", {"ids": ids}, check), "forget", ids)
 
