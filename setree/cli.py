@@ -632,7 +632,8 @@ def cmd_compact(args)->int:
     "setree compact --db PATH: the store file rewritten without unused space; its sizes before and after."
     with _kb(args, create=False) as kb, store_errors(): r = kb.compact()
     mb = lambda b: f"{b / 1e6:.1f} MB"
-    kept = "" if r["log_emptied"] else "; a reader still holds the old write-ahead log: it is emptied when the last reader closes"
+    kept = "" if r["log_emptied"] else ("; not finished: another process holds an old snapshot of the store, so the rewritten file waits in the write-ahead log and the "
+                                         "old one, forgotten texts included, stays until that reader closes; run compact again then")
     _out(args, f"compact: {mb(r['bytes_before'])} -> {mb(r['bytes_after'])} in {r['seconds']} s{kept}", r)
     return 0
 

@@ -1373,7 +1373,7 @@ def _store_bytes(path)->int: return sum(os.path.getsize(p) for p in (str(path), 
 @patch
 def compact(self:KnowledgeBase)->dict:
     """Rewrite the store file without unused space (`Store.vacuum`), then empty the write-ahead log; the tree and the queue are unchanged.
-    Returns bytes_before, bytes_after (the file and its log), seconds, log_emptied (False: a reader of an old snapshot kept the log; the next
+    Returns bytes_before, bytes_after (the file and its log), seconds, log_emptied (False: a reader of an old snapshot kept the log, so the old file, forgotten texts included, stays until it closes; the next
     checkpoint or the last close empties it). Raises `StoreError` read-only, `StoreBusy` when a pass or writer holds the store past `timeout_s`."""
     if self.readonly: raise StoreError(f"store {self.path} is open read-only")
     with self._pass_lock():
