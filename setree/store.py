@@ -15,8 +15,8 @@ from .fidelity import compute_order, finalize
 # %% auto #0
 __all__ = ['DAMAGED_NEXT', 'CORRUPT_NEXT', 'SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS',
            'DERIVED_FIELDS', 'STORED_ARRAYS', 'StoreError', 'EmbedderMismatch', 'StoreBusy', 'StoreDamaged',
-           'InvalidTree', 'register_fact_array', 'norm_text', 'Store', 'empty_tree', 'check_meta', 'check_counts',
-           'counts_in', 'tree_diff', 'synthetic_tree']
+           'InvalidTree', 'register_fact_array', 'norm_text', 'store_bytes', 'Store', 'empty_tree', 'check_meta',
+           'check_counts', 'counts_in', 'tree_diff', 'synthetic_tree']
 
 # %% ../nbs/07_store.ipynb #adcbbb82
 def _seconds(v, name:str)->float:
@@ -293,7 +293,7 @@ def _fact_array_rows(t:Tree, K:np.ndarray, sel):
         if arrs is None: continue
         for v in sel: yield name, int(K[v]), np.ascontiguousarray(arrs[v], dt).tobytes()
 
-# %% ../nbs/07_store.ipynb #27bd135f
+# %% ../nbs/07_store.ipynb #d5a9ed79
 def _canonical(path)->Path:
     if "\x00" in os.fspath(path): raise StoreError(f"store path contains a NUL byte: {os.fspath(path)!r}")
     return Path(path).expanduser().resolve()
@@ -308,6 +308,11 @@ def _rollback(con):
         except sqlite3.Error: pass
 
 def _read_only_fs(d:Path)->bool: return bool(os.statvfs(d).f_flag & os.ST_RDONLY)
+
+def store_bytes(path # a store file
+               )->int: # bytes of the file and its -wal file (what the store takes on disk; `stats` size_bytes)
+    "The size of a store on disk: the file plus its write-ahead log."
+    return sum(os.path.getsize(q) for q in (str(path), f"{path}-wal") if os.path.exists(q))
 
 def _stamp(p:Path)->tuple|None:
     "What changes when a file is written or replaced: inode, size, modification time (None: the file is gone)."
@@ -439,7 +444,7 @@ class Store:
         if self._con is None: raise StoreError(f"store {self.path} is closed")
         return self._con
 
-# %% ../nbs/07_store.ipynb #a04c453c
+# %% ../nbs/07_store.ipynb #00ef27b6
 @patch
 def _txn(self:Store, fn, write:bool):
     with self._lock:
@@ -460,10 +465,14 @@ def _txn1(self:Store, fn, write:bool):
         except BaseException:
             _rollback(con)
             raise
-    except sqlite3.DatabaseError as e:
-        if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
-        if _corrupt(e): raise StoreDamaged(f"store {self.path} is damaged: {e}", CORRUPT_NEXT) from e   # "malformed"
-        raise StoreError(f"store {self.path}: {e}") from e
+    except sqlite3.DatabaseError as e: raise self._db_error(e) from e
+
+@patch
+def _db_error(self:Store, e:sqlite3.DatabaseError)->StoreError:
+    "The store's error for an SQLite one: `StoreBusy` (locked past `timeout_s`), `StoreDamaged` (malformed), else `StoreError`."
+    if _busy(e): return StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry")
+    if _corrupt(e): return StoreDamaged(f"store {self.path} is damaged: {e}", CORRUPT_NEXT)
+    return StoreError(f"store {self.path}: {e}")
 
 @patch
 def _changed(self:Store)->bool:
@@ -854,7 +863,7 @@ def _canonical_level(lv:ClusterLevel)->ClusterLevel:
                         community=np.asarray(lv.community)[o], knn_idx=np.where(idx >= 0, inv[np.maximum(idx, 0)], -1),
                         knn_sim=np.asarray(lv.knn_sim)[o])
 
-# %% ../nbs/07_store.ipynb #32f964ab
+# %% ../nbs/07_store.ipynb #acfd2020
 @patch
 def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), read in the same transaction
           check_tree:bool=True, # also read the tree as `load` does (its check); False: SQLite's quick_check only
@@ -879,7 +888,7 @@ def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), 
         return out
     out = self._txn(read, write=False)
     out["integrity"] = "ok"
-    out["size_bytes"] = sum(p.stat().st_size for p in (self.path, Path(str(self.path) + "-wal")) if p.exists())
+    out["size_bytes"] = store_bytes(self.path)
     return out
 
 # %% ../nbs/07_store.ipynb #d3f61dba
@@ -920,16 +929,14 @@ def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an 
         finally: self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
     return not busy
 
-# %% ../nbs/07_store.ipynb #2b4dcf76
+# %% ../nbs/07_store.ipynb #02dcd7f2
 @patch
 def vacuum(self:Store)->None:
     "Rewrite the store file without unused space (SQLite `VACUUM`, through the write-ahead log; `checkpoint` then empties the log). Raises `StoreError` read-only, `StoreBusy` when another writer holds the store past `timeout_s`."
     if self.readonly: raise StoreError(f"store {self.path} is open read-only")
     with self._lock:
         try: self._con.execute("VACUUM")
-        except sqlite3.DatabaseError as e:
-            if _busy(e): raise StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry") from e
-            raise StoreError(f"store {self.path}: {e}") from e
+        except sqlite3.DatabaseError as e: raise self._db_error(e) from e
 
 # %% ../nbs/07_store.ipynb #291a6dc3
 def _queued_seq(con)->int:
