@@ -1290,7 +1290,7 @@ def update_line_tokens(tree:Tree, # the pass's new tree
     tree.line_tokens = lt
     return tree
 
-# %% ../nbs/07b_maintain.ipynb #21e09940
+# %% ../nbs/07b_maintain.ipynb #0f27f319
 def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attached)
                      plan:_Plan, # the queued mutations, replayed (`plan_mutations`)
                      embedder, summarizer, config, # as for a build; the summarizer counts its requests
@@ -1321,7 +1321,7 @@ def incremental_pass(base:Tree, # the committed tree, as loaded (row keys attach
         if not len(bad): break
         needs[bad] = True; summarize_tree(tree, summarizer, embedder, config, only=bad, background=bg, order=False)
     update_fidelity(tree, base, ob, dirty, needs, sums=False)
-    update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
+    if base.proj is not None: update_projections(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])   # (else left to a cover that needs them)
     update_line_tokens(tree, base, ob, needs | np.r_[fchg, np.zeros(M - N, bool)])
     tree.levels, tree._member_redo = _levels_in_numbers(st, base, tree._keys)
     if tree.levels and tree.levels[0].centroids is facts.C: tree.levels[0]._rows = facts.rows   # (the level-0 centroids: a view of that buffer)

@@ -54,15 +54,15 @@ class StoreDamaged(StoreError):
 class InvalidTree(StoreError, ValueError):
     "The tree given to `Store.save` is malformed (inconsistent shapes, NaN, duplicate fact ids, ...)."
 
-# %% ../nbs/07_store.ipynb #eb283a8a
-SCHEMA_VERSION = 3      # bumped whenever the layout changes; a store with a larger number is refused (3: the depth-first order is not stored)
+# %% ../nbs/07_store.ipynb #907c5697
+SCHEMA_VERSION = 4      # bumped whenever the layout changes; a store with a larger number is refused (3: the depth-first order is not stored; 4: nor the projections)
 FORMAT = "setree"       # value of meta.format: tells a setree store from any other SQLite file
 CHUNK_BYTES = 1 << 14   # whole-array blobs (`STORED_ARRAYS`) are cut into chunks of 16 KiB (four pages): a pass rewrites only the chunks that changed
 WAL_PAGES = 16384       # a writer checkpoints the write-ahead log once it holds this many pages (64 MiB at SQLite's 4 KiB pages; see `Store`)
 CACHE_KIB = 65536       # a writer's SQLite page cache, KiB (SQLite's default: 2,000; see `Store`)
 FACT_ARRAYS: dict = {}  # per-fact ragged arrays persisted with the tree: Tree attribute name -> numpy dtype (see `register_fact_array`)
 
-# %% ../nbs/07_store.ipynb #746c7146
+# %% ../nbs/07_store.ipynb #6ace7fdd
 _SCHEMA = """
 CREATE TABLE meta   (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE facts  (k INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, text TEXT NOT NULL, norm TEXT NOT NULL, meta TEXT NOT NULL,
@@ -83,7 +83,7 @@ _TABLES = ("facts", "nodes", "members", "fact_arrays", "arrays", "queue")
 _FLOAT_FIELDS = ("emb", "leaf_sum", "loss", "dloss", "proj")   # checked for NaN/inf at save
 _NODE_FIELDS = ("faithfulness", "count", "loss", "dloss")       # optional per-node columns (NULL when the tree has None)
 DERIVED_FIELDS = ("order", "start", "stop", "depth", "proj", "line_tokens")   # tree arrays derived from the rest (see `STORED_ARRAYS`)
-STORED_ARRAYS = ("proj", "line_tokens")   # what the `arrays` table holds of them: the depth-first order is recomputed at load
+STORED_ARRAYS = ("line_tokens",)   # what the `arrays` table holds of them: the depth-first order is recomputed at load, the projections when a cover needs them
 _ARRAY_FIELDS = ("emb", "leaf_sum", "count", "loss", "dloss", *DERIVED_FIELDS)
 _LEVEL_FIELDS = tuple(f.name for f in fields(ClusterLevel))
 
@@ -502,9 +502,9 @@ def check_embedder(self:Store, identity:str # the caller's embedder identity (`e
     stored = self.embedder_id()
     if stored and stored != identity: raise EmbedderMismatch(self.path, stored, identity)
 
-# %% ../nbs/07_store.ipynb #76690146
+# %% ../nbs/07_store.ipynb #011293e6
 def _layout(t:Tree)->dict:
-    return {"fields": [n for n in (*_ARRAY_FIELDS, "faithfulness") if getattr(t, n) is not None], "truncated": t.truncated is not None,
+    return {"fields": [n for n in (*_ARRAY_FIELDS, "faithfulness") if n != "proj" and getattr(t, n) is not None], "truncated": t.truncated is not None,
             "emb_dtype": _le(np.zeros(0, np.asarray(t.emb).dtype), "emb").dtype.str,
             "fact_arrays": [n for n in FACT_ARRAYS if getattr(t, n, None) is not None]}
 
@@ -531,11 +531,11 @@ def _changed_chunks(old:np.ndarray, new:np.ndarray)->np.ndarray:
     tail = [k for k in range(full, n) if len(cut(a, k)) != len(cut(b, k)) or not np.array_equal(cut(a, k), cut(b, k))]
     return np.unique(np.r_[diff, tail, [0] if old.shape != new.shape else []].astype(np.int64))
 
-# %% ../nbs/07_store.ipynb #e6c43294
+# %% ../nbs/07_store.ipynb #17a6044c
 def _stored_arrays(t:Tree)->dict: return {name: getattr(t, name) for name in STORED_ARRAYS}
 
 def _write_derived(con, t:Tree, base:Tree|None=None):
-    """The `STORED_ARRAYS` of `t` (`proj`, `line_tokens`). With `base`, the tree the store holds: only the chunks in which they differ from base's, and those past
+    """The `STORED_ARRAYS` of `t` (`line_tokens`). With `base`, the tree the store holds: only the chunks in which they differ from base's, and those past
     their new end deleted; an array stored in other chunks or of another dtype, and the arrays an older writer stored, are replaced whole.
     Returns chunks written."""
     if base is None: con.execute("DELETE FROM arrays")
@@ -639,7 +639,7 @@ def _quotes_from_rows(blobs:list, K:np.ndarray)->list:
         for i, v in enumerate(own): out[v] = nums[o[i]:o[i + 1]]
     return out
 
-# %% ../nbs/07_store.ipynb #b847da3f
+# %% ../nbs/07_store.ipynb #1f363a09
 def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, arrs:dict)->Tree:
     "Assemble a Tree from the rows read by `load` (see the layout table above)."
     layout = json.loads(meta["layout"])
@@ -664,9 +664,9 @@ def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, 
         own = [v for v, b in enumerate(cols[11]) if b is not None]
         if own: S[own] = _stack([cols[11][v] for v in own], "<f8", d)
         kw["leaf_sum"] = S
-    for name in DERIVED_FIELDS:   # (a version-2 store holds each of them as it is)
-        if name in layout["fields"]: kw[name] = arrs.get(name)
-    for name, rows in (("proj", N), ("line_tokens", M)):   # (what no load recomputes must be there, one row per fact / node)
+    for name in DERIVED_FIELDS:   # (a version-2 store holds each of them as it is; the projections of a version-3 store are left: see above)
+        if name in layout["fields"] and name != "proj": kw[name] = arrs.get(name)
+    for name, rows in (("line_tokens", M),):   # (what no load recomputes must be there, one row per node)
         if name in layout["fields"] and (kw[name] is None or len(kw[name]) != rows):
             raise ValueError(f"its {name} array is {'missing' if kw[name] is None else f'{len(kw[name])} rows long, not {rows}'}")
     t = Tree(facts=facts, texts=texts, parent=parent, children=_children_of(parent), level=i64(cols[1]), tokens=i64(cols[4]),
@@ -1183,19 +1183,20 @@ def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_
     out["array_chunks"] = _write_derived(con, new, old)
     return out
 
-# %% ../nbs/07_store.ipynb #db1ba3b9
+# %% ../nbs/07_store.ipynb #fac22fa2
 def _arr_eq(a, b)->bool:
     if a is None or b is None: return a is None and b is None
     a, b = np.asarray(a), np.asarray(b)
     return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
 
 def tree_diff(a:Tree, b:Tree)->list[str]:
-    "Names of the fields in which trees `a` and `b` differ; [] when they are equal. The members of a clustering level are compared as a set (in node order)."
+    "Names of the fields in which trees `a` and `b` differ; [] when they are equal. The members of a clustering level are compared as a set (in node order); `proj` only when both trees have it."
     out = []
     if [(f.id, f.text, f.meta) for f in a.facts] != [(f.id, f.text, f.meta) for f in b.facts]: out.append("facts")
     for name in ("texts", "summarizer", "config", "embedder_id"):
         if getattr(a, name) != getattr(b, name): out.append(name)
     for name in ("parent", "level", "tokens", "emb", "truncated", "faithfulness", *_ARRAY_FIELDS[1:]):
+        if name == "proj" and (a.proj is None or b.proj is None): continue   # (not stored: computed when a cover needs it)
         if name not in out and not _arr_eq(getattr(a, name), getattr(b, name)): out.append(name)
     for name in ("children", "quotes"):
         x, y = getattr(a, name), getattr(b, name)
