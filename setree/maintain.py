@@ -431,13 +431,14 @@ def _report(applied:int, started:float, plan=None)->dict:
                 full_rebuild=False, levels_touched=0, summarizer_calls=0, resummarized=0, fallbacks=0, error=None,
                 replaced=0, rebuild_seq=None, rebuild_op=None)   # (replaced: the facts a queued build or reset deleted, committed or queued before it, and which entry)
 
-# %% ../nbs/07b_maintain.ipynb #beb1123f
+# %% ../nbs/07b_maintain.ipynb #72878999
 def full_rebuild(plan:_Plan, base:Tree, embedder, summarizer, config,
                  progress:bool|None=None, # the build's progress on stderr (`setree.build.Progress`): None = when it runs long
                 )->Tree:
     "The tree of `plan.facts` built from scratch (vectors of texts the base already holds are reused); fresh row keys."
     from setree.build import build_tree
     tree = build_tree(plan.facts, embedder=_CachedEmbedder(embedder, base), summarizer=summarizer, config=config, progress=progress)
+    tree.proj = None   # (as a loaded tree: the projections wait for a cover that needs them, so later passes cost the same)
     return tree
 
 # %% ../nbs/07b_maintain.ipynb #4abfe9d5
