@@ -10,11 +10,11 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING',
-           'COMMANDS', 'UsageError', 'read_facts', 'json_type', 'load_config', 'integer', 'number', 'positive_seconds',
-           'store_errors', 'check_llm_flags', 'check_store_embedder', 'PassFailed', 'replace_note', 'cmd_build',
-           'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'cmd_insert', 'cmd_forget', 'cmd_update',
-           'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats',
-           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
+           'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer', 'number',
+           'positive_seconds', 'store_errors', 'check_llm_flags', 'check_store_embedder', 'PassFailed', 'replace_note',
+           'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'cmd_insert', 'cmd_forget',
+           'cmd_update', 'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
+           'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
            'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
@@ -61,14 +61,21 @@ def _utf8(data:bytes, path:str)->str:
     try: return data.decode("utf-8-sig")
     except UnicodeDecodeError as e: raise UsageError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
 
-# %% ../nbs/08_cli.ipynb #795ee0c6
+# %% ../nbs/08_cli.ipynb #5d16cead
+def input_lines(text:str # a decoded input file (facts, JSON lines, prompts)
+               )->list[str]: # its lines, without their ends; a final line end gives no extra line
+    "The lines of an input file: ended by \\n, \\r\\n or a lone \\r only (a form feed, U+0085 or U+2028 stays inside its line)."
+    lines = re.split(r"\r\n|\r|\n", text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+# %% ../nbs/08_cli.ipynb #e94280d5
 def _is_json_array(text:str)->bool:
     try: return isinstance(json.loads(text), list)
     except (ValueError, RecursionError): return False
 
 def _first_line_is_object(text:str)->bool:
     "True when the first non-blank line parses as a JSON object: stdin is JSON lines then, else one fact per line (`{curly} is a nickname`)."
-    first = next((l for l in text.splitlines() if l.strip()), "")
+    first = next((l for l in input_lines(text) if l.strip()), "")
     if not first.lstrip().startswith("{"): return False
     try: return isinstance(json.loads(first), dict)
     except RecursionError: return True   # a JSON object nested too deeply: read as JSON lines, refused naming the line
@@ -82,25 +89,25 @@ def _first_refused(numbered:list, path:str)->str|None:
         try: as_facts([item])
         except (ValueError, TypeError) as e: return f"{path}: line {n}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}"
 
-# %% ../nbs/08_cli.ipynb #bdd7d828
+# %% ../nbs/08_cli.ipynb #672dc230
 def _txt_items(text:str, path:str|None=None, # the file's name in the note on stderr; None: no note
               )->list[tuple[int, str]]:
     """(line number, fact) of a .txt file: one fact per line that shows something (lines of whitespace or invisible characters alone are
     skipped, the invisible ones named in a note on stderr); \\n, \\r\\n and a lone \\r (old Mac files) end a fact, a form feed or U+2028 inside one does not."""
     from setree.core import is_blank
-    lines = list(enumerate(re.split(r"\r\n|\r|\n", text), 1))
+    lines = list(enumerate(input_lines(text), 1))
     hidden = [n for n, l in lines if l.strip() and is_blank(l)]
     if hidden and path is not None:
         print(f"setree: note: {len(hidden)} line(s) of {path} skipped: only invisible characters (line{'s' * (len(hidden) > 1)} "
               f"{', '.join(map(str, hidden[:10]))}{' …' if len(hidden) > 10 else ''})", file=sys.stderr)
     return [(n, l) for n, l in lines if not is_blank(l)]
 
-# %% ../nbs/08_cli.ipynb #4b478b4a
+# %% ../nbs/08_cli.ipynb #0952b81f
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
     from setree.core import RepeatedKey, unique_keys
     items = []
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(input_lines(text), 1):
         if not line.strip(): continue
         try: obj = json.loads(line, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
@@ -732,7 +739,7 @@ def _human(cover)->str:
     if cover.status == "budget_too_small": return f"(budget {cover.budget} is too small: the smallest budget that returns something is {cover.min_budget})"
     return cover.render()
 
-# %% ../nbs/08_cli.ipynb #4f69630b
+# %% ../nbs/08_cli.ipynb #9dd32a1e
 def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
                  )->list[str]:
     "The prompts of --prompts-file; blank lines are skipped and counted on stderr. Raises `UsageError` for a missing file or no prompt."
@@ -741,7 +748,7 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     elif not Path(path).is_file(): raise UsageError(f"prompts file not found: {path}")
     else: data = Path(path).read_bytes()
     from setree.core import is_blank
-    lines = _utf8(data, path).splitlines()
+    lines = input_lines(_utf8(data, path))
     prompts = [l for l in lines if not is_blank(l)]     # (whitespace or invisible characters alone: blank, as a prompt argument would be refused)
     if not prompts: raise UsageError(f"{path}: no prompts in the {'input' if path == 'stdin' else 'file'}")
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
