@@ -241,7 +241,16 @@ def phrase_weights(texts:list[str], # the node's facts, most central first
         if w > 0: out.append((w, first, k, surf[k], f))
     return [(w, k, s, f) for w, _, k, s, f in sorted(out, key=lambda x: (-x[0], x[1]))]
 
-# %% ../nbs/03_summarize.ipynb #9c188c51
+# %% ../nbs/03_summarize.ipynb #16e59fbb
+def _phrase_tokens(surfaces:list[str] # phrases as `fact_phrases` writes them: one word, or two words and a space
+                  )->np.ndarray: # int64 (n,) `count_tokens` of each
+    "Token counts of phrases, summed from the counts of their words."
+    words = [s.split(" ") for s in surfaces]
+    cnt = token_info(list(chain.from_iterable(words)))[0]
+    n = np.fromiter(map(len, words), np.int64, len(words))
+    return np.add.reduceat(cnt, np.cumsum(n) - n) if len(n) else np.zeros(0, np.int64)
+
+# %% ../nbs/03_summarize.ipynb #bc39a38c
 def keyphrases(texts:list[str], # the node's facts, most central first
                cap:int, # allowance in tokens for the comma-separated list
                background:TermStats|None=None, # the knowledge base's statistics
@@ -252,7 +261,7 @@ def keyphrases(texts:list[str], # the node's facts, most central first
     "The node's most distinctive phrases that fit `cap` tokens, joined by ', ', no word repeated; in turn per child if `groups`."
     ranked = top_phrases(texts, background, limit)
     if not ranked or cap < 1: return ""
-    toks = token_info([s for _, _, s, _ in ranked])[0]
+    toks = _phrase_tokens([s for _, _, s, _ in ranked])
     if groups is None: turns = [np.arange(len(ranked))]
     else:
         g = np.asarray(groups)
@@ -299,16 +308,19 @@ def _key(i:int)->str:
         a, b = _PHRASE_WORDS[i].tolist(); k = _PHRASE_KEYS[i] = _PHRASE_KEYS[a] + " " + _PHRASE_KEYS[b]
     return k
 
-# %% ../nbs/03_summarize.ipynb #eda7b953
+# %% ../nbs/03_summarize.ipynb #01ed36a2
 def _word_ids(words:list[str] # words as `_TOKEN.findall` returns them
              )->np.ndarray: # (len(words),) int64 id of each word's key, -1 where it is no phrase
-    new = sorted(set(words).difference(_WORD_ID))                          # (sorted: the same ids in every process)
-    if new:
+    wid = np.fromiter(map(_WORD_ID.get, words, repeat(-2)), np.int64, len(words))   # -2: a word not met yet
+    miss = np.flatnonzero(wid == -2).tolist()
+    if miss:
+        new = sorted({words[i] for i in miss})                                 # (sorted: the same ids in every process)
         infos = [_WORD_INFO.get(w) or _word_info(w) for w in new]
         keys = list(dict.fromkeys(i[0] for i in infos if i and i[0] not in _PHRASE_ID))
         if keys: _new_phrases(keys, np.full((len(keys), 2), -1, np.int64))
         _WORD_ID.update((w, _PHRASE_ID[i[0]] if i else -1) for w, i in zip(new, infos))
-    return np.fromiter(map(_WORD_ID.__getitem__, words), np.int64, len(words))
+        wid[miss] = [_WORD_ID[words[i]] for i in miss]
+    return wid
 
 def _pair_ids(a:np.ndarray, b:np.ndarray # (m,) int64 ids of the first and the second word of m adjacent pairs
              )->np.ndarray: # (m,) int64 ids of the pairs "a b", new pairs added to the vocabulary
@@ -323,28 +335,31 @@ def _pair_ids(a:np.ndarray, b:np.ndarray # (m,) int64 ids of the first and the s
         got[miss] = i0 + inv.ravel()
     return got
 
-# %% ../nbs/03_summarize.ipynb #0e810063
+# %% ../nbs/03_summarize.ipynb #f4346698
 def _read_ids(texts:list[str])->list:
-    "The phrase ids of each text (see `_phrase_ids`), all texts read together."
+    "The phrase ids of each text and where each first ends (see `_phrase_ids`), all texts read together."
     toks = list(map(_TOKEN.findall, texts))
     wid = _word_ids(list(chain.from_iterable(toks)))
-    tix = np.repeat(np.arange(len(texts)), np.fromiter(map(len, toks), np.int64, len(toks)))   # the text of each word
+    nw = np.fromiter(map(len, toks), np.int64, len(toks))
+    tix = np.repeat(np.arange(len(texts)), nw)                             # the text of each word
     pid = np.full(len(wid), -1, np.int64)                                   # the pair ending at each word
     j = np.flatnonzero((wid[:-1] >= 0) & (wid[1:] >= 0) & (tix[:-1] == tix[1:])) + 1
     pid[j] = _pair_ids(wid[j - 1], wid[j])
     seq, sti = np.stack([wid, pid], 1).ravel(), np.repeat(tix, 2)            # per word: its id, then its pair's (fact_phrases' order)
-    keep = seq >= 0; seq, sti = seq[keep], sti[keep]
+    at = np.repeat(np.arange(len(wid)) - np.repeat(np.cumsum(nw) - nw, nw), 2)   # the index of that word in its text
+    keep = seq >= 0; seq, sti, at = seq[keep], sti[keep], at[keep]
     first = np.sort(np.unique(sti * len(_PHRASE_KEYS) + seq, return_index=True)[1])   # each phrase once per text, where it comes first
-    seq, ends = seq[first], np.cumsum(np.bincount(sti[first], minlength=len(texts))).tolist()
-    return [seq[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    out, ends = np.stack([seq[first], at[first]]).astype(np.int32), np.cumsum(np.bincount(sti[first], minlength=len(texts))).tolist()
+    return [out[:, a:b] for a, b in zip([0] + ends[:-1], ends)]
 
-# %% ../nbs/03_summarize.ipynb #d97bfa7e
-_IDS: dict = {}   # text -> its phrase ids, remembered per process
+# %% ../nbs/03_summarize.ipynb #d31318ed
+_IDS: dict = {}   # text -> its phrase ids and where each first ends (`_phrase_ids`), remembered per process
 _VOCAB_LOCK = threading.Lock()   # one reader adds to the vocabulary at a time (a server may summarize and answer prompts at once)
 
 def _phrase_ids(texts:list[str] # fact texts
-               )->list: # per text, (p,) int64 vocabulary ids of `fact_phrases(text)`, in the same order
-    "The phrase ids of each text; texts not seen before in this process are read together (`_read_ids`)."
+               )->list: # per text, (2, p) int32: the vocabulary ids of `fact_phrases(text)` in the same order, and the word each first ends at
+    """The phrase ids of each text, with the index (in `_TOKEN.findall(text)`) of the word where each first ends (a pair: its second
+    word); texts not seen before in this process are read together (`_read_ids`)."""
     got = list(map(_IDS.get, texts))
     if not any(map(is_, got, repeat(None))): return got
     new = list(dict.fromkeys(compress(texts, map(is_, got, repeat(None)))))
@@ -420,7 +435,21 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
             if len(a) >= limit and ub[rank[k]] < np.partition(a, len(a) - limit)[len(a) - limit] - 2e-9: break
     return bdf, seen
 
-# %% ../nbs/03_summarize.ipynb #12e3990d
+# %% ../nbs/03_summarize.ipynb #26eba9c4
+def _surfaces(texts:list[str], # the node's facts
+              f:list[int], at:list[int], # per phrase: the fact that wrote it first, and the index of the word it ends at there
+              pair:list[bool], # per phrase: a word pair (the word before `at` is its first word)
+             )->list[str]: # per phrase, its surface in `fact_phrases(texts[f])`
+    "The surfaces of phrases in the facts that wrote them first; each of those facts split into words once."
+    words, out = {}, []
+    for i, a, p in zip(f, at, pair):
+        ws = words.get(i)
+        if ws is None: ws = words[i] = _TOKEN.findall(texts[i])
+        s = (_WORD_INFO.get(ws[a]) or _word_info(ws[a]))[1]
+        out.append((_WORD_INFO.get(ws[a - 1]) or _word_info(ws[a - 1]))[1] + " " + s if p else s)
+    return out
+
+# %% ../nbs/03_summarize.ipynb #3e4cf544
 def top_phrases(texts:list[str], # the node's facts, most central first
                 background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
                 limit:int=64, # how many of the best phrases
@@ -431,9 +460,9 @@ def top_phrases(texts:list[str], # the node's facts, most central first
     n = len(texts)
     if not n or limit < 1: return []
     ids = _phrase_ids(texts)
-    lens = np.fromiter(map(len, ids), np.int64, n)
+    lens = np.fromiter((i.shape[1] for i in ids), np.int64, n)
     if not lens.sum(): return []
-    cat = np.concatenate(ids); fpos = np.repeat(np.arange(n), lens)
+    both = np.concatenate(ids, axis=1); cat, at, fpos = both[0].astype(np.int64), both[1], np.repeat(np.arange(n), lens)
     u, first, c = _count_phrases(cat)
     wpos = _word_positions(u)
     if background is None: N, bdf, seen = n, c, None
@@ -453,12 +482,9 @@ def top_phrases(texts:list[str], # the node's facts, most central first
     hit = np.isin(cat, u[sel], kind="table"); hc, hf = cat[hit], fpos[hit]
     o = np.argsort(hc, kind="stable"); hc, hf = hc[o], hf[o]
     bounds = np.searchsorted(hc, u[sel]), np.searchsorted(hc, u[sel], side="right")
-    starts = np.r_[0, np.cumsum(lens)]
-    res = []
-    for (w, fi, j), a, b in zip(out, bounds[0].tolist(), bounds[1].tolist()):
-        f = int(fpos[fi]); surf = fact_phrases(texts[f])[fi - int(starts[f])][1]
-        res.append((w, _key(int(u[j])), surf, hf[a:b].tolist()))
-    return res
+    fi = np.array([x for _, x, _ in out], np.int64)
+    surf = _surfaces(texts, fpos[fi].tolist(), at[fi].tolist(), (_PHRASE_WORDS[u[sel], 0] >= 0).tolist())
+    return [(w, _key(int(u[j])), s, hf[a:b].tolist()) for (w, _, j), s, a, b in zip(out, surf, bounds[0].tolist(), bounds[1].tolist())]
 
 # %% ../nbs/03_summarize.ipynb #3dcfb3ca
 DUPLICATE_COSINE = 0.9  # facts closer than this to a chosen fact are skipped as restatements (measured below)
