@@ -241,12 +241,18 @@ def phrase_weights(texts:list[str], # the node's facts, most central first
         if w > 0: out.append((w, first, k, surf[k], f))
     return [(w, k, s, f) for w, _, k, s, f in sorted(out, key=lambda x: (-x[0], x[1]))]
 
-# %% ../nbs/03_summarize.ipynb #16e59fbb
+# %% ../nbs/03_summarize.ipynb #c3c48990
+@lru_cache(maxsize=1)
+def _whole_words()->frozenset: return frozenset(t for t in _tokenizer().get_vocab() if t.isascii() and t.isalnum() and len(t) <= 100)
+
 def _phrase_tokens(surfaces:list[str] # phrases as `fact_phrases` writes them: one word, or two words and a space
                   )->np.ndarray: # int64 (n,) `count_tokens` of each
     "Token counts of phrases, summed from the counts of their words."
     words = [s.split(" ") for s in surfaces]
-    cnt = token_info(list(chain.from_iterable(words)))[0]
+    flat, whole = list(chain.from_iterable(words)), _whole_words()
+    one = np.fromiter((w.isascii() and w.isalnum() and w.lower() in whole for w in flat), bool, len(flat))
+    cnt = np.ones(len(flat), np.int64)
+    if not one.all(): cnt[~one] = token_info(list(compress(flat, ~one)))[0]
     n = np.fromiter(map(len, words), np.int64, len(words))
     return np.add.reduceat(cnt, np.cumsum(n) - n) if len(n) else np.zeros(0, np.int64)
 
