@@ -103,7 +103,7 @@ def enforce_budget(text:str, # any text
         if count_tokens(cand) <= max_tokens: return cand
     return ""
 
-# %% ../nbs/03_summarize.ipynb #766d3547
+# %% ../nbs/03_summarize.ipynb #a83680cd
 def _stands_in(fact:str, text:str)->bool:
     if not fact or fact not in text: return False
     pat = (r"(?<!\w)" if re.match(r"\w", fact[0]) else "") + re.escape(fact) + (r"(?!\w)" if re.match(r"\w", fact[-1]) else "")
@@ -118,25 +118,26 @@ def quoted_facts(text:str, # a summary
     fact_nodes = np.asarray(fact_nodes, np.int64)
     if not len(fact_texts): return np.zeros(0, np.int64)
     tok = count_tokens(fact_texts) if fact_tokens is None else np.asarray(fact_tokens)
-    cand = np.flatnonzero(tok <= count_tokens(text))
-    hit = [i for i in cand if _stands_in(fact_texts[i], text)]
+    cand = np.flatnonzero(tok <= count_tokens(text)).tolist()
+    hit = [i for i in cand if fact_texts[i] in text and _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #da5412fc
+# %% ../nbs/03_summarize.ipynb #1c594b21
 _TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
 
 def token_info(texts:list[str] # fact texts
               )->tuple[np.ndarray, np.ndarray]: # int64 (n,) `count_tokens` of each text; bool (n,) every token is [UNK]
     "Token counts and [UNK]-only flags, tokenizing only texts not seen before in this process."
     texts = list(texts)
-    new = list(dict.fromkeys(t for t in texts if t not in _TOKEN_INFO))
-    if new:
-        if len(_TOKEN_INFO) > 1 << 20: _TOKEN_INFO.clear()            # bounded memory for long-lived processes
+    info = list(map(_TOKEN_INFO.get, texts))
+    if None in info:
+        new = list(dict.fromkeys(compress(texts, map(is_, info, repeat(None)))))
         tk = _tokenizer(); unk = tk.token_to_id("[UNK]")
         encs = tk.encode_batch(new, add_special_tokens=False) if len(new) > 64 else [tk.encode(t, add_special_tokens=False) for t in new]
-        for t, e in zip(new, encs):   # (a batch call has a fixed cost of milliseconds: small lists one by one)
-            _TOKEN_INFO[t] = (encoding_tokens(e, t), bool(e.ids) and all(i == unk for i in e.ids))
-    info = [_TOKEN_INFO[t] for t in texts]
+        fresh = {t: (encoding_tokens(e, t), bool(e.ids) and all(i == unk for i in e.ids)) for t, e in zip(new, encs)}   # (a batch call has a fixed cost of milliseconds: small lists one by one)
+        if len(_TOKEN_INFO) + len(fresh) > 1 << 20: _TOKEN_INFO.clear()            # bounded memory for long-lived processes
+        _TOKEN_INFO.update(fresh)
+        info = [fresh[t] if i is None else i for t, i in zip(texts, info)]
     return np.array([a for a, _ in info], np.int64), np.array([b for _, b in info], bool)
 
 def _fact_tokens(r # a `SummaryRequest`
@@ -144,7 +145,7 @@ def _fact_tokens(r # a `SummaryRequest`
     "The token counts of a request's facts (every summarizer needs them, to fit and to find quoted facts)."
     return token_info(r.fact_texts)[0] if r.fact_tokens is None else np.asarray(r.fact_tokens, np.int64)
 
-# %% ../nbs/03_summarize.ipynb #df9c4a39
+# %% ../nbs/03_summarize.ipynb #b50f466b
 # A word of ASCII letters and digits (at most 100, WordPiece's longest word) between ASCII whitespace or punctuation is its own
 # pre-token, and the vocabulary holds every letter and digit with and without `##`: such a text has a token that is not [UNK].
 _PLAIN_WORD = re.compile(r"(?:^|[ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{1,100}(?=$|[ \t\n\r!-/:-@\[-`{-~])")
@@ -156,13 +157,16 @@ def unknown_only(texts:list[str] # fact texts
     """Flag texts the embedder's vocabulary cannot read at all (every WordPiece token is `[UNK]`). A text with a plain ASCII word
     is readable without tokenizing it; only the others go through `token_info`."""
     texts = list(texts)
-    new = list(dict.fromkeys(t for t in texts if t not in _UNKNOWN))
-    if new:
-        if len(_UNKNOWN) > 1 << 20: _UNKNOWN.clear()
+    got = list(map(_UNKNOWN.get, texts))
+    if None in got:
+        new = list(dict.fromkeys(compress(texts, map(is_, got, repeat(None)))))
         hard = [t for t in new if not _PLAIN_WORD.search(t)]
         flags = dict(zip(hard, token_info(hard)[1].tolist())) if hard else {}
-        _UNKNOWN.update((t, flags.get(t, False)) for t in new)
-    return np.fromiter(map(_UNKNOWN.__getitem__, texts), bool, len(texts))
+        fresh = {t: flags.get(t, False) for t in new}
+        if len(_UNKNOWN) + len(fresh) > 1 << 20: _UNKNOWN.clear()
+        _UNKNOWN.update(fresh)
+        got = [fresh[t] if g is None else g for t, g in zip(texts, got)]
+    return np.array(got, bool)
 
 # %% ../nbs/03_summarize.ipynb #283cd2b4
 STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
