@@ -539,7 +539,7 @@ def ranking(self:ExtractiveSummarizer, r:SummaryRequest # a checked request
     cen = np.round(r.fact_emb.astype(np.float64) @ r.centroid.astype(np.float64), 6)
     return _focus_first(r, np.lexsort((r.fact_nodes, -cen))), cen
 
-# %% ../nbs/03_summarize.ipynb #c8f86a20
+# %% ../nbs/03_summarize.ipynb #4dbd3f3e
 def _summary_children(r:SummaryRequest)->list[int]:
     if r.fact_child is not None:
         n = np.bincount(r.fact_child, minlength=len(r.child_texts))
@@ -556,7 +556,7 @@ def shown_below(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
     out = np.zeros(len(r.fact_texts), bool)
     for c in _summary_children(r):
         cand = np.arange(len(r.fact_texts)) if r.fact_child is None else np.flatnonzero(r.fact_child == c)
-        q = quoted_facts(r.child_texts[c], cand, [r.fact_texts[i] for i in cand], tok[cand])
+        q = quoted_facts(r.child_texts[c], cand, [r.fact_texts[i] for i in cand.tolist()], tok[cand])
         out[q] = True
     return out
 
@@ -583,7 +583,7 @@ def _sentences(text:str)->list[str]:
     cuts = [0] + [m.end() for m in _SENT_END.finditer(text)] + [len(text)]
     return [s for s in (text[a:b].strip() for a, b in zip(cuts, cuts[1:])) if s]
 
-# %% ../nbs/03_summarize.ipynb #94d14f3c
+# %% ../nbs/03_summarize.ipynb #e389a5da
 @patch
 def whole_facts(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
                 order:np.ndarray, # candidate positions, best first
@@ -598,7 +598,7 @@ def whole_facts(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
             if count_tokens(snt) <= cap: return snt
     fit = order[tok[order] <= r.max_tokens]
     if len(fit): return r.fact_texts[fit[0]]         # one fact over the target, within the budget-monotone cap
-    kp = keyphrases([r.fact_texts[i] for i in order], cap, r.background, groups=_groups(r, order))
+    kp = keyphrases([r.fact_texts[i] for i in order.tolist()], cap, r.background, groups=_groups(r, order))
     return kp or _words_within(r.fact_texts[order[0]], cap)  # no phrase weighs anything: the central fact's content words
 
 # %% ../nbs/03_summarize.ipynb #b7169090
@@ -610,7 +610,7 @@ def _words_within(text:str, cap:int)->str:
         if " " not in k and t <= room: out.append(w); room -= t
     return ", ".join(out)
 
-# %% ../nbs/03_summarize.ipynb #a8e4345e
+# %% ../nbs/03_summarize.ipynb #8df109b1
 @patch
 def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
                   order:np.ndarray, # candidate positions, best first
@@ -619,7 +619,7 @@ def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked reque
                   shown:np.ndarray, # bool (n_v,) facts a child's summary quotes: never the fact shown first
                  )->tuple[str, str]: # (text, style) with style 'keyphrases' or 'keyphrases+fact'; text '' if nothing fits
     "The node described by its distinctive phrases (and, for 'keyphrases+fact', its most central fact first)."
-    texts = [r.fact_texts[i] for i in order]
+    texts = [r.fact_texts[i] for i in order.tolist()]
     if self.overview == "keyphrases+fact":
         fit = order[(tok[order] <= cap - 4) & ~shown[order]]
         if len(fit):
@@ -628,7 +628,7 @@ def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked reque
             if kp: return f + " " + kp, "keyphrases+fact"
     return keyphrases(texts, cap, r.background, groups=_groups(r, order)), "keyphrases"
 
-# %% ../nbs/03_summarize.ipynb #7c4a0fc6
+# %% ../nbs/03_summarize.ipynb #67768a64
 @patch
 def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
              )->Summary: # tokens <= min(target_tokens, max_tokens), except one whole fact within max_tokens when nothing smaller fits
@@ -647,7 +647,7 @@ def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
     if not text: text, style = self.whole_facts(r, order, tok, cap), "extractive"
     kids, drop = {r.child_texts[c] for c in _summary_children(r)}, set()
     while text in kids:                              # the same as a child's summary: describe, with other phrases if need be
-        kp = keyphrases([r.fact_texts[i] for i in order], cap, r.background, drop, _groups(r, order))
+        kp = keyphrases([r.fact_texts[i] for i in order.tolist()], cap, r.background, drop, _groups(r, order))
         if not kp: break
         if kp not in kids: text, style = kp, "keyphrases"; break
         drop |= set(kp.split(", ")[0].lower().split())
