@@ -260,7 +260,7 @@ def _phrase_tokens(surfaces:list[str] # phrases as `fact_phrases` writes them: o
     n = np.fromiter(map(len, words), np.int64, len(words))
     return np.add.reduceat(cnt, np.cumsum(n) - n) if len(n) else np.zeros(0, np.int64)
 
-# %% ../nbs/03_summarize.ipynb #bc39a38c
+# %% ../nbs/03_summarize.ipynb #6e8bca7f
 def keyphrases(texts:list[str], # the node's facts, most central first
                cap:int, # allowance in tokens for the comma-separated list
                background:TermStats|None=None, # the knowledge base's statistics
@@ -271,22 +271,22 @@ def keyphrases(texts:list[str], # the node's facts, most central first
     "The node's most distinctive phrases that fit `cap` tokens, joined by ', ', no word repeated; in turn per child if `groups`."
     ranked = top_phrases(texts, background, limit)
     if not ranked or cap < 1: return ""
-    toks = _phrase_tokens([s for _, _, s, _ in ranked])
-    if groups is None: turns = [np.arange(len(ranked))]
+    toks = _phrase_tokens([s for _, _, s, _ in ranked]).tolist()
+    if groups is None: turns = [list(range(len(ranked)))]
     else:
         g = np.asarray(groups)
         ks, cnt = np.unique(g, return_counts=True)
         first = ks[np.lexsort((ks, -cnt))]                                             # largest child first
         J = np.repeat(np.arange(len(ranked)), [len(f) for *_, f in ranked])
-        pair = np.unique(g[np.concatenate([f for *_, f in ranked])] * len(ranked) + J)   # (child, phrase): the phrase is one of each of its children's
+        pair = np.unique(g[np.fromiter(chain.from_iterable(f for *_, f in ranked), np.int64, len(J))] * len(ranked) + J)   # (child, phrase): the phrase is one of each of its children's
         pk, pj = pair // len(ranked), pair % len(ranked)
-        turns = [pj[a:z] for a, z in zip(np.searchsorted(pk, first).tolist(), np.searchsorted(pk, first, "right").tolist())]
+        turns = [pj[a:z].tolist() for a, z in zip(np.searchsorted(pk, first).tolist(), np.searchsorted(pk, first, "right").tolist())]
     used, chosen, room, ptr = set(exclude), [], cap, [0] * len(turns)
     while any(p < len(t) for p, t in zip(ptr, turns)):
         for ti, t in enumerate(turns):
             while ptr[ti] < len(t):                                 # this child's best phrase that can still be taken
                 j = t[ptr[ti]]; ptr[ti] += 1
-                words, cost = ranked[j][1].split(), int(toks[j]) + (1 if chosen else 0)
+                words, cost = ranked[j][1].split(), toks[j] + (1 if chosen else 0)
                 if used.intersection(words) or cost > room: continue
                 chosen.append(ranked[j][2]); used.update(words); room -= cost
                 if groups is not None: break
