@@ -345,7 +345,7 @@ def _pair_ids(a:np.ndarray, b:np.ndarray # (m,) int64 ids of the first and the s
         got[miss] = i0 + inv.ravel()
     return got
 
-# %% ../nbs/03_summarize.ipynb #f4346698
+# %% ../nbs/03_summarize.ipynb #a71d9b0a
 def _read_ids(texts:list[str])->list:
     "The phrase ids of each text and where each first ends (see `_phrase_ids`), all texts read together."
     toks = list(map(_TOKEN.findall, texts))
@@ -355,11 +355,12 @@ def _read_ids(texts:list[str])->list:
     pid = np.full(len(wid), -1, np.int64)                                   # the pair ending at each word
     j = np.flatnonzero((wid[:-1] >= 0) & (wid[1:] >= 0) & (tix[:-1] == tix[1:])) + 1
     pid[j] = _pair_ids(wid[j - 1], wid[j])
-    seq, sti = np.stack([wid, pid], 1).ravel(), np.repeat(tix, 2)            # per word: its id, then its pair's (fact_phrases' order)
-    at = np.repeat(np.arange(len(wid)) - np.repeat(np.cumsum(nw) - nw, nw), 2)   # the index of that word in its text
-    keep = seq >= 0; seq, sti, at = seq[keep], sti[keep], at[keep]
-    first = np.sort(np.unique(sti * len(_PHRASE_KEYS) + seq, return_index=True)[1])   # each phrase once per text, where it comes first
-    out, ends = np.stack([seq[first], at[first]]).astype(np.int32), np.cumsum(np.bincount(sti[first], minlength=len(texts))).tolist()
+    seq = np.stack([wid, pid], 1).ravel()                                    # per word: its id, then its pair's (fact_phrases' order)
+    keep = np.flatnonzero(seq >= 0)
+    first = keep[np.sort(np.unique(tix[keep >> 1] * len(_PHRASE_KEYS) + seq[keep], return_index=True)[1])]   # each phrase once per text, where it comes first
+    w = first >> 1; t = tix[w]                                               # the word it first ends at, and its text
+    out = np.empty((2, len(first)), np.int32); out[0], out[1] = seq[first], w - (np.cumsum(nw) - nw)[t]   # its id, and the index of that word in its text
+    ends = np.cumsum(np.bincount(t, minlength=len(texts))).tolist()
     return [out[:, a:b] for a, b in zip([0] + ends[:-1], ends)]
 
 # %% ../nbs/03_summarize.ipynb #d31318ed
