@@ -242,7 +242,7 @@ def node_centroids(tree:Tree, # structure and `order`/`start`/`stop` filled in (
     S = C[tree.stop] - C[tree.start]
     return (S / np.maximum(np.linalg.norm(S, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
-# %% ../nbs/05_build.ipynb #d2f8eee2
+# %% ../nbs/05_build.ipynb #685d1c37
 def _some_centroids(tree:Tree, E, nodes)->_RowsAt:
     """`node_centroids` for a few nodes and their children only (the rows of other nodes stay 0): what a partial summary pass needs.
     A compact array of those rows, indexed by node number like the whole one (writing a few rows of an (M, d) array costs a zeroed memory page each)."""
@@ -251,7 +251,7 @@ def _some_centroids(tree:Tree, E, nodes)->_RowsAt:
     mu = np.zeros((len(vs) + 1, E.shape[1]), np.float32); at = np.full(tree.n_nodes, len(vs), np.int64); at[vs] = np.arange(len(vs))
     for i, v in enumerate(vs.tolist()):
         s = S[v] if S is not None else E[tree.order[tree.start[v]:tree.stop[v]]].sum(0, dtype=np.float64)
-        mu[i] = s / max(np.linalg.norm(s), 1e-12)
+        mu[i] = s / max(math.sqrt(s.dot(s)), 1e-12)   # (`np.linalg.norm(s)`, without its checks)
     return _RowsAt(mu, at)
 
 class _RowsAt:
@@ -259,7 +259,7 @@ class _RowsAt:
     def __init__(self, rows:np.ndarray, at:np.ndarray): self.rows, self.at = rows, at
     def __getitem__(self, v): return self.rows[self.at[v]]
 
-# %% ../nbs/05_build.ipynb #8e8c1343
+# %% ../nbs/05_build.ipynb #3e09714b
 def _requests(tree:Tree, nodes, E, mu, target, focus=None, background=None):
     from setree.summarize import SummaryRequest
     reqs = []
@@ -268,7 +268,7 @@ def _requests(tree:Tree, nodes, E, mu, target, focus=None, background=None):
         facts = tree.order[tree.start[v]:tree.stop[v]]
         fact_child = np.repeat(np.arange(len(ch)), tree.stop[ch] - tree.start[ch])   # children's facts are contiguous, in order
         reqs.append(SummaryRequest(node=int(v), child_texts=[tree.texts[c] for c in ch], child_tokens=tree.tokens[ch],
-                                   fact_nodes=facts, fact_texts=[tree.texts[f] for f in facts], fact_emb=E[facts],
+                                   fact_nodes=facts, fact_texts=[tree.texts[f] for f in facts.tolist()], fact_emb=E[facts],
                                    centroid=mu[v], target_tokens=target, max_tokens=int(tree.tokens[ch].sum()), fact_tokens=tree.tokens[facts],
                                    focus=None if focus is None else focus.get(int(v)), fact_child=fact_child, background=background))
     return reqs

@@ -103,7 +103,7 @@ def enforce_budget(text:str, # any text
         if count_tokens(cand) <= max_tokens: return cand
     return ""
 
-# %% ../nbs/03_summarize.ipynb #766d3547
+# %% ../nbs/03_summarize.ipynb #a83680cd
 def _stands_in(fact:str, text:str)->bool:
     if not fact or fact not in text: return False
     pat = (r"(?<!\w)" if re.match(r"\w", fact[0]) else "") + re.escape(fact) + (r"(?!\w)" if re.match(r"\w", fact[-1]) else "")
@@ -118,25 +118,26 @@ def quoted_facts(text:str, # a summary
     fact_nodes = np.asarray(fact_nodes, np.int64)
     if not len(fact_texts): return np.zeros(0, np.int64)
     tok = count_tokens(fact_texts) if fact_tokens is None else np.asarray(fact_tokens)
-    cand = np.flatnonzero(tok <= count_tokens(text))
-    hit = [i for i in cand if _stands_in(fact_texts[i], text)]
+    cand = np.flatnonzero(tok <= count_tokens(text)).tolist()
+    hit = [i for i in cand if fact_texts[i] in text and _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #da5412fc
+# %% ../nbs/03_summarize.ipynb #1c594b21
 _TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
 
 def token_info(texts:list[str] # fact texts
               )->tuple[np.ndarray, np.ndarray]: # int64 (n,) `count_tokens` of each text; bool (n,) every token is [UNK]
     "Token counts and [UNK]-only flags, tokenizing only texts not seen before in this process."
     texts = list(texts)
-    new = list(dict.fromkeys(t for t in texts if t not in _TOKEN_INFO))
-    if new:
-        if len(_TOKEN_INFO) > 1 << 20: _TOKEN_INFO.clear()            # bounded memory for long-lived processes
+    info = list(map(_TOKEN_INFO.get, texts))
+    if None in info:
+        new = list(dict.fromkeys(compress(texts, map(is_, info, repeat(None)))))
         tk = _tokenizer(); unk = tk.token_to_id("[UNK]")
         encs = tk.encode_batch(new, add_special_tokens=False) if len(new) > 64 else [tk.encode(t, add_special_tokens=False) for t in new]
-        for t, e in zip(new, encs):   # (a batch call has a fixed cost of milliseconds: small lists one by one)
-            _TOKEN_INFO[t] = (encoding_tokens(e, t), bool(e.ids) and all(i == unk for i in e.ids))
-    info = [_TOKEN_INFO[t] for t in texts]
+        fresh = {t: (encoding_tokens(e, t), bool(e.ids) and all(i == unk for i in e.ids)) for t, e in zip(new, encs)}   # (a batch call has a fixed cost of milliseconds: small lists one by one)
+        if len(_TOKEN_INFO) + len(fresh) > 1 << 20: _TOKEN_INFO.clear()            # bounded memory for long-lived processes
+        _TOKEN_INFO.update(fresh)
+        info = [fresh[t] if i is None else i for t, i in zip(texts, info)]
     return np.array([a for a, _ in info], np.int64), np.array([b for _, b in info], bool)
 
 def _fact_tokens(r # a `SummaryRequest`
@@ -144,7 +145,7 @@ def _fact_tokens(r # a `SummaryRequest`
     "The token counts of a request's facts (every summarizer needs them, to fit and to find quoted facts)."
     return token_info(r.fact_texts)[0] if r.fact_tokens is None else np.asarray(r.fact_tokens, np.int64)
 
-# %% ../nbs/03_summarize.ipynb #df9c4a39
+# %% ../nbs/03_summarize.ipynb #b50f466b
 # A word of ASCII letters and digits (at most 100, WordPiece's longest word) between ASCII whitespace or punctuation is its own
 # pre-token, and the vocabulary holds every letter and digit with and without `##`: such a text has a token that is not [UNK].
 _PLAIN_WORD = re.compile(r"(?:^|[ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{1,100}(?=$|[ \t\n\r!-/:-@\[-`{-~])")
@@ -156,13 +157,16 @@ def unknown_only(texts:list[str] # fact texts
     """Flag texts the embedder's vocabulary cannot read at all (every WordPiece token is `[UNK]`). A text with a plain ASCII word
     is readable without tokenizing it; only the others go through `token_info`."""
     texts = list(texts)
-    new = list(dict.fromkeys(t for t in texts if t not in _UNKNOWN))
-    if new:
-        if len(_UNKNOWN) > 1 << 20: _UNKNOWN.clear()
+    got = list(map(_UNKNOWN.get, texts))
+    if None in got:
+        new = list(dict.fromkeys(compress(texts, map(is_, got, repeat(None)))))
         hard = [t for t in new if not _PLAIN_WORD.search(t)]
         flags = dict(zip(hard, token_info(hard)[1].tolist())) if hard else {}
-        _UNKNOWN.update((t, flags.get(t, False)) for t in new)
-    return np.fromiter(map(_UNKNOWN.__getitem__, texts), bool, len(texts))
+        fresh = {t: flags.get(t, False) for t in new}
+        if len(_UNKNOWN) + len(fresh) > 1 << 20: _UNKNOWN.clear()
+        _UNKNOWN.update(fresh)
+        got = [fresh[t] if g is None else g for t, g in zip(texts, got)]
+    return np.array(got, bool)
 
 # %% ../nbs/03_summarize.ipynb #283cd2b4
 STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
@@ -241,7 +245,22 @@ def phrase_weights(texts:list[str], # the node's facts, most central first
         if w > 0: out.append((w, first, k, surf[k], f))
     return [(w, k, s, f) for w, _, k, s, f in sorted(out, key=lambda x: (-x[0], x[1]))]
 
-# %% ../nbs/03_summarize.ipynb #9c188c51
+# %% ../nbs/03_summarize.ipynb #c3c48990
+@lru_cache(maxsize=1)
+def _whole_words()->frozenset: return frozenset(t for t in _tokenizer().get_vocab() if t.isascii() and t.isalnum() and len(t) <= 100)
+
+def _phrase_tokens(surfaces:list[str] # phrases as `fact_phrases` writes them: one word, or two words and a space
+                  )->np.ndarray: # int64 (n,) `count_tokens` of each
+    "Token counts of phrases, summed from the counts of their words."
+    words = [s.split(" ") for s in surfaces]
+    flat, whole = list(chain.from_iterable(words)), _whole_words()
+    one = np.fromiter((w.isascii() and w.isalnum() and w.lower() in whole for w in flat), bool, len(flat))
+    cnt = np.ones(len(flat), np.int64)
+    if not one.all(): cnt[~one] = token_info(list(compress(flat, ~one)))[0]
+    n = np.fromiter(map(len, words), np.int64, len(words))
+    return np.add.reduceat(cnt, np.cumsum(n) - n) if len(n) else np.zeros(0, np.int64)
+
+# %% ../nbs/03_summarize.ipynb #6e8bca7f
 def keyphrases(texts:list[str], # the node's facts, most central first
                cap:int, # allowance in tokens for the comma-separated list
                background:TermStats|None=None, # the knowledge base's statistics
@@ -252,22 +271,22 @@ def keyphrases(texts:list[str], # the node's facts, most central first
     "The node's most distinctive phrases that fit `cap` tokens, joined by ', ', no word repeated; in turn per child if `groups`."
     ranked = top_phrases(texts, background, limit)
     if not ranked or cap < 1: return ""
-    toks = token_info([s for _, _, s, _ in ranked])[0]
-    if groups is None: turns = [np.arange(len(ranked))]
+    toks = _phrase_tokens([s for _, _, s, _ in ranked]).tolist()
+    if groups is None: turns = [list(range(len(ranked)))]
     else:
         g = np.asarray(groups)
         ks, cnt = np.unique(g, return_counts=True)
         first = ks[np.lexsort((ks, -cnt))]                                             # largest child first
         J = np.repeat(np.arange(len(ranked)), [len(f) for *_, f in ranked])
-        pair = np.unique(g[np.concatenate([f for *_, f in ranked])] * len(ranked) + J)   # (child, phrase): the phrase is one of each of its children's
+        pair = np.unique(g[np.fromiter(chain.from_iterable(f for *_, f in ranked), np.int64, len(J))] * len(ranked) + J)   # (child, phrase): the phrase is one of each of its children's
         pk, pj = pair // len(ranked), pair % len(ranked)
-        turns = [pj[a:z] for a, z in zip(np.searchsorted(pk, first).tolist(), np.searchsorted(pk, first, "right").tolist())]
+        turns = [pj[a:z].tolist() for a, z in zip(np.searchsorted(pk, first).tolist(), np.searchsorted(pk, first, "right").tolist())]
     used, chosen, room, ptr = set(exclude), [], cap, [0] * len(turns)
     while any(p < len(t) for p, t in zip(ptr, turns)):
         for ti, t in enumerate(turns):
             while ptr[ti] < len(t):                                 # this child's best phrase that can still be taken
                 j = t[ptr[ti]]; ptr[ti] += 1
-                words, cost = ranked[j][1].split(), int(toks[j]) + (1 if chosen else 0)
+                words, cost = ranked[j][1].split(), toks[j] + (1 if chosen else 0)
                 if used.intersection(words) or cost > room: continue
                 chosen.append(ranked[j][2]); used.update(words); room -= cost
                 if groups is not None: break
@@ -299,16 +318,19 @@ def _key(i:int)->str:
         a, b = _PHRASE_WORDS[i].tolist(); k = _PHRASE_KEYS[i] = _PHRASE_KEYS[a] + " " + _PHRASE_KEYS[b]
     return k
 
-# %% ../nbs/03_summarize.ipynb #eda7b953
+# %% ../nbs/03_summarize.ipynb #01ed36a2
 def _word_ids(words:list[str] # words as `_TOKEN.findall` returns them
              )->np.ndarray: # (len(words),) int64 id of each word's key, -1 where it is no phrase
-    new = sorted(set(words).difference(_WORD_ID))                          # (sorted: the same ids in every process)
-    if new:
+    wid = np.fromiter(map(_WORD_ID.get, words, repeat(-2)), np.int64, len(words))   # -2: a word not met yet
+    miss = np.flatnonzero(wid == -2).tolist()
+    if miss:
+        new = sorted({words[i] for i in miss})                                 # (sorted: the same ids in every process)
         infos = [_WORD_INFO.get(w) or _word_info(w) for w in new]
         keys = list(dict.fromkeys(i[0] for i in infos if i and i[0] not in _PHRASE_ID))
         if keys: _new_phrases(keys, np.full((len(keys), 2), -1, np.int64))
         _WORD_ID.update((w, _PHRASE_ID[i[0]] if i else -1) for w, i in zip(new, infos))
-    return np.fromiter(map(_WORD_ID.__getitem__, words), np.int64, len(words))
+        wid[miss] = [_WORD_ID[words[i]] for i in miss]
+    return wid
 
 def _pair_ids(a:np.ndarray, b:np.ndarray # (m,) int64 ids of the first and the second word of m adjacent pairs
              )->np.ndarray: # (m,) int64 ids of the pairs "a b", new pairs added to the vocabulary
@@ -323,28 +345,32 @@ def _pair_ids(a:np.ndarray, b:np.ndarray # (m,) int64 ids of the first and the s
         got[miss] = i0 + inv.ravel()
     return got
 
-# %% ../nbs/03_summarize.ipynb #0e810063
+# %% ../nbs/03_summarize.ipynb #a71d9b0a
 def _read_ids(texts:list[str])->list:
-    "The phrase ids of each text (see `_phrase_ids`), all texts read together."
+    "The phrase ids of each text and where each first ends (see `_phrase_ids`), all texts read together."
     toks = list(map(_TOKEN.findall, texts))
     wid = _word_ids(list(chain.from_iterable(toks)))
-    tix = np.repeat(np.arange(len(texts)), np.fromiter(map(len, toks), np.int64, len(toks)))   # the text of each word
+    nw = np.fromiter(map(len, toks), np.int64, len(toks))
+    tix = np.repeat(np.arange(len(texts)), nw)                             # the text of each word
     pid = np.full(len(wid), -1, np.int64)                                   # the pair ending at each word
     j = np.flatnonzero((wid[:-1] >= 0) & (wid[1:] >= 0) & (tix[:-1] == tix[1:])) + 1
     pid[j] = _pair_ids(wid[j - 1], wid[j])
-    seq, sti = np.stack([wid, pid], 1).ravel(), np.repeat(tix, 2)            # per word: its id, then its pair's (fact_phrases' order)
-    keep = seq >= 0; seq, sti = seq[keep], sti[keep]
-    first = np.sort(np.unique(sti * len(_PHRASE_KEYS) + seq, return_index=True)[1])   # each phrase once per text, where it comes first
-    seq, ends = seq[first], np.cumsum(np.bincount(sti[first], minlength=len(texts))).tolist()
-    return [seq[a:b] for a, b in zip([0] + ends[:-1], ends)]
+    seq = np.stack([wid, pid], 1).ravel()                                    # per word: its id, then its pair's (fact_phrases' order)
+    keep = np.flatnonzero(seq >= 0)
+    first = keep[np.sort(np.unique(tix[keep >> 1] * len(_PHRASE_KEYS) + seq[keep], return_index=True)[1])]   # each phrase once per text, where it comes first
+    w = first >> 1; t = tix[w]                                               # the word it first ends at, and its text
+    out = np.empty((2, len(first)), np.int32); out[0], out[1] = seq[first], w - (np.cumsum(nw) - nw)[t]   # its id, and the index of that word in its text
+    ends = np.cumsum(np.bincount(t, minlength=len(texts))).tolist()
+    return [out[:, a:b] for a, b in zip([0] + ends[:-1], ends)]
 
-# %% ../nbs/03_summarize.ipynb #d97bfa7e
-_IDS: dict = {}   # text -> its phrase ids, remembered per process
+# %% ../nbs/03_summarize.ipynb #d31318ed
+_IDS: dict = {}   # text -> its phrase ids and where each first ends (`_phrase_ids`), remembered per process
 _VOCAB_LOCK = threading.Lock()   # one reader adds to the vocabulary at a time (a server may summarize and answer prompts at once)
 
 def _phrase_ids(texts:list[str] # fact texts
-               )->list: # per text, (p,) int64 vocabulary ids of `fact_phrases(text)`, in the same order
-    "The phrase ids of each text; texts not seen before in this process are read together (`_read_ids`)."
+               )->list: # per text, (2, p) int32: the vocabulary ids of `fact_phrases(text)` in the same order, and the word each first ends at
+    """The phrase ids of each text, with the index (in `_TOKEN.findall(text)`) of the word where each first ends (a pair: its second
+    word); texts not seen before in this process are read together (`_read_ids`)."""
     got = list(map(_IDS.get, texts))
     if not any(map(is_, got, repeat(None))): return got
     new = list(dict.fromkeys(compress(texts, map(is_, got, repeat(None)))))
@@ -420,7 +446,21 @@ def _background_df(background:TermStats, u:np.ndarray, c:np.ndarray, n:int, N:in
             if len(a) >= limit and ub[rank[k]] < np.partition(a, len(a) - limit)[len(a) - limit] - 2e-9: break
     return bdf, seen
 
-# %% ../nbs/03_summarize.ipynb #12e3990d
+# %% ../nbs/03_summarize.ipynb #26eba9c4
+def _surfaces(texts:list[str], # the node's facts
+              f:list[int], at:list[int], # per phrase: the fact that wrote it first, and the index of the word it ends at there
+              pair:list[bool], # per phrase: a word pair (the word before `at` is its first word)
+             )->list[str]: # per phrase, its surface in `fact_phrases(texts[f])`
+    "The surfaces of phrases in the facts that wrote them first; each of those facts split into words once."
+    words, out = {}, []
+    for i, a, p in zip(f, at, pair):
+        ws = words.get(i)
+        if ws is None: ws = words[i] = _TOKEN.findall(texts[i])
+        s = (_WORD_INFO.get(ws[a]) or _word_info(ws[a]))[1]
+        out.append((_WORD_INFO.get(ws[a - 1]) or _word_info(ws[a - 1]))[1] + " " + s if p else s)
+    return out
+
+# %% ../nbs/03_summarize.ipynb #3e4cf544
 def top_phrases(texts:list[str], # the node's facts, most central first
                 background:TermStats|None=None, # the knowledge base's statistics; None: the node's own facts
                 limit:int=64, # how many of the best phrases
@@ -431,9 +471,9 @@ def top_phrases(texts:list[str], # the node's facts, most central first
     n = len(texts)
     if not n or limit < 1: return []
     ids = _phrase_ids(texts)
-    lens = np.fromiter(map(len, ids), np.int64, n)
+    lens = np.fromiter((i.shape[1] for i in ids), np.int64, n)
     if not lens.sum(): return []
-    cat = np.concatenate(ids); fpos = np.repeat(np.arange(n), lens)
+    both = np.concatenate(ids, axis=1); cat, at, fpos = both[0].astype(np.int64), both[1], np.repeat(np.arange(n), lens)
     u, first, c = _count_phrases(cat)
     wpos = _word_positions(u)
     if background is None: N, bdf, seen = n, c, None
@@ -453,12 +493,9 @@ def top_phrases(texts:list[str], # the node's facts, most central first
     hit = np.isin(cat, u[sel], kind="table"); hc, hf = cat[hit], fpos[hit]
     o = np.argsort(hc, kind="stable"); hc, hf = hc[o], hf[o]
     bounds = np.searchsorted(hc, u[sel]), np.searchsorted(hc, u[sel], side="right")
-    starts = np.r_[0, np.cumsum(lens)]
-    res = []
-    for (w, fi, j), a, b in zip(out, bounds[0].tolist(), bounds[1].tolist()):
-        f = int(fpos[fi]); surf = fact_phrases(texts[f])[fi - int(starts[f])][1]
-        res.append((w, _key(int(u[j])), surf, hf[a:b].tolist()))
-    return res
+    fi = np.array([x for _, x, _ in out], np.int64)
+    surf = _surfaces(texts, fpos[fi].tolist(), at[fi].tolist(), (_PHRASE_WORDS[u[sel], 0] >= 0).tolist())
+    return [(w, _key(int(u[j])), s, hf[a:b].tolist()) for (w, _, j), s, a, b in zip(out, surf, bounds[0].tolist(), bounds[1].tolist())]
 
 # %% ../nbs/03_summarize.ipynb #3dcfb3ca
 DUPLICATE_COSINE = 0.9  # facts closer than this to a chosen fact are skipped as restatements (measured below)
@@ -503,7 +540,7 @@ def ranking(self:ExtractiveSummarizer, r:SummaryRequest # a checked request
     cen = np.round(r.fact_emb.astype(np.float64) @ r.centroid.astype(np.float64), 6)
     return _focus_first(r, np.lexsort((r.fact_nodes, -cen))), cen
 
-# %% ../nbs/03_summarize.ipynb #c8f86a20
+# %% ../nbs/03_summarize.ipynb #4dbd3f3e
 def _summary_children(r:SummaryRequest)->list[int]:
     if r.fact_child is not None:
         n = np.bincount(r.fact_child, minlength=len(r.child_texts))
@@ -520,7 +557,7 @@ def shown_below(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
     out = np.zeros(len(r.fact_texts), bool)
     for c in _summary_children(r):
         cand = np.arange(len(r.fact_texts)) if r.fact_child is None else np.flatnonzero(r.fact_child == c)
-        q = quoted_facts(r.child_texts[c], cand, [r.fact_texts[i] for i in cand], tok[cand])
+        q = quoted_facts(r.child_texts[c], cand, [r.fact_texts[i] for i in cand.tolist()], tok[cand])
         out[q] = True
     return out
 
@@ -547,7 +584,7 @@ def _sentences(text:str)->list[str]:
     cuts = [0] + [m.end() for m in _SENT_END.finditer(text)] + [len(text)]
     return [s for s in (text[a:b].strip() for a, b in zip(cuts, cuts[1:])) if s]
 
-# %% ../nbs/03_summarize.ipynb #94d14f3c
+# %% ../nbs/03_summarize.ipynb #e389a5da
 @patch
 def whole_facts(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
                 order:np.ndarray, # candidate positions, best first
@@ -562,7 +599,7 @@ def whole_facts(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
             if count_tokens(snt) <= cap: return snt
     fit = order[tok[order] <= r.max_tokens]
     if len(fit): return r.fact_texts[fit[0]]         # one fact over the target, within the budget-monotone cap
-    kp = keyphrases([r.fact_texts[i] for i in order], cap, r.background, groups=_groups(r, order))
+    kp = keyphrases([r.fact_texts[i] for i in order.tolist()], cap, r.background, groups=_groups(r, order))
     return kp or _words_within(r.fact_texts[order[0]], cap)  # no phrase weighs anything: the central fact's content words
 
 # %% ../nbs/03_summarize.ipynb #b7169090
@@ -574,7 +611,7 @@ def _words_within(text:str, cap:int)->str:
         if " " not in k and t <= room: out.append(w); room -= t
     return ", ".join(out)
 
-# %% ../nbs/03_summarize.ipynb #a8e4345e
+# %% ../nbs/03_summarize.ipynb #8df109b1
 @patch
 def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked request
                   order:np.ndarray, # candidate positions, best first
@@ -583,7 +620,7 @@ def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked reque
                   shown:np.ndarray, # bool (n_v,) facts a child's summary quotes: never the fact shown first
                  )->tuple[str, str]: # (text, style) with style 'keyphrases' or 'keyphrases+fact'; text '' if nothing fits
     "The node described by its distinctive phrases (and, for 'keyphrases+fact', its most central fact first)."
-    texts = [r.fact_texts[i] for i in order]
+    texts = [r.fact_texts[i] for i in order.tolist()]
     if self.overview == "keyphrases+fact":
         fit = order[(tok[order] <= cap - 4) & ~shown[order]]
         if len(fit):
@@ -592,7 +629,7 @@ def overview_text(self:ExtractiveSummarizer, r:SummaryRequest, # a checked reque
             if kp: return f + " " + kp, "keyphrases+fact"
     return keyphrases(texts, cap, r.background, groups=_groups(r, order)), "keyphrases"
 
-# %% ../nbs/03_summarize.ipynb #7c4a0fc6
+# %% ../nbs/03_summarize.ipynb #67768a64
 @patch
 def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
              )->Summary: # tokens <= min(target_tokens, max_tokens), except one whole fact within max_tokens when nothing smaller fits
@@ -611,7 +648,7 @@ def summarize(self:ExtractiveSummarizer, r:SummaryRequest # one request
     if not text: text, style = self.whole_facts(r, order, tok, cap), "extractive"
     kids, drop = {r.child_texts[c] for c in _summary_children(r)}, set()
     while text in kids:                              # the same as a child's summary: describe, with other phrases if need be
-        kp = keyphrases([r.fact_texts[i] for i in order], cap, r.background, drop, _groups(r, order))
+        kp = keyphrases([r.fact_texts[i] for i in order.tolist()], cap, r.background, drop, _groups(r, order))
         if not kp: break
         if kp not in kids: text, style = kp, "keyphrases"; break
         drop |= set(kp.split(", ")[0].lower().split())
