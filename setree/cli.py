@@ -11,11 +11,12 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING',
            'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer', 'number',
-           'positive_seconds', 'store_errors', 'check_llm_flags', 'check_store_embedder', 'PassFailed', 'replace_note',
-           'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'cmd_insert', 'cmd_forget',
-           'cmd_update', 'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
-           'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
-           'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
+           'positive_seconds', 'store_errors', 'check_db', 'check_llm_flags', 'check_store_embedder',
+           'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build', 'repeated_ids', 'repeated_note',
+           'merged_note', 'ack_lines', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_compact',
+           'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline',
+           'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main',
+           'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -37,15 +38,16 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines w
         msg = _first_refused(numbered, path) or f"{path}: {e}"
         raise UsageError(in_json(msg) if kind == ".jsonl" else msg) from None   # a JSON line's values in JSON's words, as the MCP server says them
 
-# %% ../nbs/08_cli.ipynb #46b4570e
+# %% ../nbs/08_cli.ipynb #a8cc3b3c
 def _fact_source(path:str # a fact file, or '-' for stdin
                 )->tuple[str, str|None, str]: # its text, its suffix (None for stdin) and its name in messages
-    "Read a fact file or stdin as text. Raises `UsageError` for a directory, a missing file or bytes that are not UTF-8."
+    """Read a fact file or stdin as text; a pipe or a device (`<(...)`, `/dev/stdin`, a FIFO) is read like stdin, its kind told by its first
+    line (suffix None). Raises `UsageError` for a directory, a missing file or bytes that are not UTF-8."""
     if path == "-": return _utf8(_stdin_bytes(), "stdin"), None, "stdin"
     p = Path(path)
     if p.is_dir(): raise UsageError(f"{path} is a directory, not a fact file")
-    if not p.is_file(): raise UsageError(f"fact file not found: {path}")
-    return _utf8(p.read_bytes(), path), p.suffix.lower(), path
+    if not p.exists(): raise UsageError(f"fact file not found: {path}")
+    return _utf8(p.read_bytes(), path), p.suffix.lower() if p.is_file() else None, path
 
 def _stdin_kind(text:str)->str:
     "'.jsonl' or '.txt': how to read stdin, which has no suffix; one JSON array is refused (it is not JSON lines)."
@@ -209,12 +211,14 @@ def store_errors():
     except StoreDamaged: raise
     except StoreError as e: raise UsageError(str(e), "busy" if isinstance(e, StoreBusy) else "usage") from None
 
-# %% ../nbs/08_cli.ipynb #f49739f7
-def _check_db(path:str, # --db as given
+# %% ../nbs/08_cli.ipynb #b5813706
+def check_db(path:str, # --db as given
               create:bool)->Path:
     "`path` as a `Path`. Raises `UsageError` naming the next step: for no file at `path` (unless `create`) and for a zero-byte file."
     p = Path(path)
-    if not create and not p.exists(): raise UsageError(f"no setree store at {p.resolve()}: `setree build FILE --db {path}` creates one from a fact file")
+    if not create and not p.exists():
+        if not p.parent.is_dir(): raise UsageError(f"no setree store at {p.resolve()}: its directory {p.resolve().parent} does not exist either")
+        raise UsageError(f"no setree store at {p.resolve()}: `setree build FILE --db {path}` creates one from a fact file")
     if p.is_file() and p.stat().st_size == 0 and not Path(f"{p}-wal").is_file():   # (a zero-byte file beside a log is the library's to judge)
         raise UsageError(f"{p.resolve()} is not a setree store: an empty file (0 bytes); delete it (`rm {path}`), then `setree build FILE --db {path}` creates a store there")
     return p
@@ -222,7 +226,7 @@ def _check_db(path:str, # --db as given
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
     from setree.store import Store
-    p = _check_db(path, create)
+    p = check_db(path, create)
     with store_errors(): return Store(p, create=True) if create else Store(p, create=False, readonly=True)
 
 def _embedder(name:str):
@@ -246,36 +250,46 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #6d9f6c11
+# %% ../nbs/08_cli.ipynb #f40fbacc
 def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made already (`setree build`'s); None: the one --config names
        ):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
-    p = _check_db(args.db, create)
+    p = check_db(args.db, create)
     cfg = config if config is not None else load_config(getattr(args, "config", None))
     if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
-    if args.command != "build" and getattr(args, "embedder", None) and p.exists(): check_store_embedder(p, embedder)
+    if args.command != "build" and p.exists(): check_store_embedder(p, embedder, given=bool(getattr(args, "embedder", None)))
     with store_errors(): return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
 
-# %% ../nbs/08_cli.ipynb #dc7a6b3d
+# %% ../nbs/08_cli.ipynb #db8686ac
 def check_store_embedder(p:Path, # an existing store file
-                         embedder, # the embedder a change was given (`.identity` is compared)
+                         embedder, # the embedder a command was given, or the store's own (`.identity` is compared)
+                         given:bool=True, # True: named by --embedder; False: the store's own (`setree.embed.embedder_for`)
                         )->None:
-    "A change must not silently re-embed the whole store with another model: raises `UsageError` for an --embedder the store was not built with (CLI and MCP server)."
+    """A command must not mix vectors of two models (a change would silently re-embed the whole store): raises `UsageError` for an --embedder
+    the store was not built with, and for a store whose embedder no setree embedder is (CLI and MCP server)."""
     with _open_store(str(p)) as st: eid = st.embedder_id()
-    if eid and eid != embedder.identity:
-        raise UsageError(f"store {p} holds vectors of {eid}, not {embedder.identity}: a change with another --embedder would re-embed every fact; "
-                         "leave --embedder out (the store's own is used), or rebuild with `setree build FILE --db ... --replace --embedder ...`")
+    if not eid or eid == embedder.identity: return
+    if given: raise UsageError(f"store {p} holds vectors of {eid}, not {embedder.identity}: a change with another --embedder would re-embed every fact; "
+                               "leave --embedder out (the store's own is used), or rebuild with `setree build FILE --db ... --replace --embedder ...`")
+    raise foreign_embedder(p, eid, embedder.identity)
+
+def foreign_embedder(p, # the store
+                     eid:str, # the identity of the embedder of its vectors
+                     have:str, # what setree would use instead (`setree.embed.embedder_for(eid).identity`)
+                    )->UsageError:
+    "The error for a store whose vectors no setree embedder makes (another model, a test's synthetic vectors): what it takes to use it."
+    return UsageError(f"store {p} holds vectors of {eid}, which no setree embedder makes (this setree has {have} and hashing-v1): "
+                      f"only Python can read or change it, with that embedder (`KnowledgeBase(path, embedder=...)`); or rebuild it from its facts "
+                      f"with `setree build FILE --db {p} --replace`")
 
 def _stored_embedder(p:Path):
     "The embedder whose vectors the store holds (the default MiniLM one for a new store)."
     if not p.exists(): return _embedder("minilm")
-    from types import SimpleNamespace
-    from setree.cover import _tree_embedder
-    with _open_store(str(p)) as st: eid = st.embedder_id()
-    return _tree_embedder(SimpleNamespace(embedder_id=eid))
+    from setree.embed import embedder_for
+    with _open_store(str(p)) as st: return embedder_for(st.embedder_id())
 
-# %% ../nbs/08_cli.ipynb #0344f094
+# %% ../nbs/08_cli.ipynb #7e2cdf95
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
@@ -300,7 +314,22 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
         gone = _after_failed(kb, what, ack)
         raise PassFailed(f"maintenance pass failed: {rep['error']}; " + (f"the build was withdrawn (seq {ack.seq}); the store is as it was" if gone else
                          f"the {what} is queued (seq {ack.seq}): `setree maintain --db {args.db}` retries it"), rep["error"], ack, withdrawn=gone)
+    drain(kb)
     return rep
+
+def drain(kb, # an open `setree.maintain.KnowledgeBase`
+          rounds:int=3, # most passes run
+         )->int: # passes run
+    """After a pass: the changes other processes queued while it ran are applied too, by more passes, so that none waits for a pass nobody
+    runs (a command that found this pass holding the store was told that it or the next applies its change). Stops when nothing is queued,
+    when another process's pass holds the store (that one applies them), or when a pass fails (the changes stay queued)."""
+    from setree.store import StoreBusy
+    for n in range(rounds):
+        if not kb.queue_state()["pending"]: return n
+        try: r = kb.maintain()
+        except StoreBusy: return n
+        if r["error"]: return n + 1
+    return rounds
 
 # %% ../nbs/08_cli.ipynb #2ac1ddf6
 def _after_failed(kb, what:str, ack)->bool:
@@ -609,13 +638,14 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #f9088f17
+# %% ../nbs/08_cli.ipynb #c9142584
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass. Stopped (Ctrl-C, a stop signal), it says what it left (`_maintain_stopped`)."
     with _kb(args, create=False) as kb:
         try:
             rep = kb.maintain()
             if rep["error"] and _STOPPED_BY[0] is not None: raise KeyboardInterrupt(rep["error"])   # the signal's doing, whatever the error says (`_pass`)
+            if not rep["error"]: drain(kb)   # (changes queued while it ran)
         except BaseException as e:
             if isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None: e.setree_note = _maintain_stopped(kb, args.db)   # (said by `_stopped`)
             raise
@@ -717,7 +747,7 @@ def _queued(args, state:dict)->dict:
     if note: print(f"setree: note: {note}", file=sys.stderr)
     return {"pending": int(state.get("pending") or 0), "pending_note": note}
 
-# %% ../nbs/08_cli.ipynb #c9a5f5ae
+# %% ../nbs/08_cli.ipynb #078f8e56
 def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in tokens)
     from dataclasses import fields
     from setree.build import Config
@@ -726,10 +756,20 @@ def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in to
     d = {k: v for k, v in (tree.config or {}).items() if k in names}
     cfg = load_config(args.config)
     if cfg is not None: d.update(cfg.to_dict())
-    merged = _merge(Config.from_dict(d), {k: getattr(args, k, None) for k in ("beta", "gamma", "tau", "min_score", "glimpse")})   # named by the flag
+    flags = {k: getattr(args, k, None) for k in ("beta", "gamma", "tau", "min_score", "glimpse")}
+    merged = _merge(Config.from_dict(d), flags)   # named by the flag
     try: return CoverParams.from_config(merged), merged.default_budget
-    except (ValueError, TypeError) as e:   # name the option, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
-        raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: f"--{m.group(1).replace('_', '-')} ({m.group(1)})", str(e))) from None
+    except (ValueError, TypeError) as e:   # name where the value came from, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
+        src = args.config or os.environ.get("SETREE_CONFIG")
+        def where(k):
+            if flags.get(k) is not None: return f"--{k.replace('_', '-')} ({k})"
+            return f"{src}: config value {k}" if cfg is not None and k in _config_keys(src) else f"the store's config value {k}"
+        raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: where(m.group(1)), str(e))) from None
+
+def _config_keys(path:str)->set:
+    "The keys a config file sets (it parsed once already)."
+    try: return set(json.loads(Path(path).read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError): return set()
 
 # %% ../nbs/08_cli.ipynb #a6325bed
 EMPTY_KB = "(the knowledge base is empty: no facts yet)"   # the one wording of the command, the outline and the MCP server
@@ -739,13 +779,13 @@ def _human(cover)->str:
     if cover.status == "budget_too_small": return f"(budget {cover.budget} is too small: the smallest budget that returns something is {cover.min_budget})"
     return cover.render()
 
-# %% ../nbs/08_cli.ipynb #9dd32a1e
+# %% ../nbs/08_cli.ipynb #da4c3359
 def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
                  )->list[str]:
     "The prompts of --prompts-file; blank lines are skipped and counted on stderr. Raises `UsageError` for a missing file or no prompt."
     if path == "-": path, data = "stdin", _stdin_bytes()
     elif Path(path).is_dir(): raise UsageError(f"{path} is a directory, not a prompts file")
-    elif not Path(path).is_file(): raise UsageError(f"prompts file not found: {path}")
+    elif not Path(path).exists(): raise UsageError(f"prompts file not found: {path}")   # (a pipe or a device is read as it is)
     else: data = Path(path).read_bytes()
     from setree.core import is_blank
     lines = input_lines(_utf8(data, path))
@@ -754,7 +794,7 @@ def _read_prompts(path:str # a file of one prompt per line, or '-' for stdin
     if len(prompts) < len(lines): print(f"setree: note: {len(lines) - len(prompts)} blank line(s) of {path} skipped", file=sys.stderr)
     return prompts
 
-# %% ../nbs/08_cli.ipynb #58890539
+# %% ../nbs/08_cli.ipynb #e74f913f
 def cmd_retrieve(args)->int:
     """setree retrieve PROMPT --db PATH [--budget N]: the rendered context (exit 3 when the budget is below the cheapest cover).
     With --prompts-file FILE|- (one prompt per line) every prompt is answered in this one process, one JSON object per line, each with its
@@ -762,7 +802,7 @@ def cmd_retrieve(args)->int:
     prompts, t0 = _prompts(args), time.perf_counter()
     tree, _, state = _load_tree(args.db)
     params, default_budget = _cover_params(tree, args)
-    emb = _warm_retrieval(tree, params)
+    emb = _warm_retrieval(tree, params, args.db)
     startup, queued = {"startup_ms": 1000 * (time.perf_counter() - t0)}, _queued(args, state)   # start-up once: in the first answer's JSON
     return max(_retrieve_one(args, tree, prompt, args.budget or default_budget, params, emb, {**queued, **(startup if i == 0 else {})}) for i, prompt in enumerate(prompts))
 
@@ -775,12 +815,14 @@ def _prompts(args)->list[str]:
     if args.prompt == "-": return [_utf8(_stdin_bytes(), "stdin").removesuffix("\n").removesuffix("\r")]
     return [args.prompt] if args.prompt is not None else _read_prompts(args.prompts_file)
 
-# %% ../nbs/08_cli.ipynb #38f6e025
-def _warm_retrieval(tree, params)->object|None: # the tree's loaded query embedder; None for an empty tree
-    "Load the tree's embedder and warm everything a cover of this tree builds once per process by one throwaway retrieval, so that each answer's `latency_ms` is its own."
+# %% ../nbs/08_cli.ipynb #8a591a42
+def _warm_retrieval(tree, params, db:str)->object|None: # the tree's loaded query embedder; None for an empty tree
+    """Load the tree's embedder and warm everything a cover of this tree builds once per process by one throwaway retrieval, so that each answer's `latency_ms` is its own.
+    Raises `UsageError` (`foreign_embedder`) for a tree whose vectors no setree embedder makes."""
     from setree.cover import _tree_embedder, retrieve
     if tree.n_nodes == 0: return None
     emb = _tree_embedder(tree)
+    if tree.embedder_id and emb.identity != tree.embedder_id: raise foreign_embedder(db, tree.embedder_id, emb.identity)
     try: retrieve(tree, "warm up", params=params, embedder=emb)
     except (ValueError, TypeError): pass   # whatever is refused here is refused again, in the command's words, for the first prompt
     return emb
@@ -993,13 +1035,13 @@ def _summarizer_args(sp):
     sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
     sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
 
-# %% ../nbs/08_cli.ipynb #9805c163
+# %% ../nbs/08_cli.ipynb #bc2a8f59
 def _build_parser(sub):
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); _common(b); _summarizer_args(b)
     b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin: " + STDIN_FORMAT)
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
     b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
-    b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts and seed give the same tree")
+    b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts, in the same order, and seed give the same tree")
     b.add_argument("--summary-tokens", type=integer, default=None, help="tokens of each summary (config summary_tokens)")
     b.add_argument("--k-max", type=integer, default=None, help="neighbours per node in the clustering graph (config k_max)")
     b.add_argument("--quiet", action="store_true", help="no progress on stderr")

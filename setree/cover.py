@@ -787,14 +787,10 @@ def _cover_items(tree, ix, w:_Walk, vis:np.ndarray)->list[CoverItem]:
                                w._body(v), ix.ids_ord[tree.start[v]:tree.stop[v]].tolist(), mark, ix.gtext[g] if g >= 0 else None))
     return items
 
-# %% ../nbs/06_cover.ipynb #20595f27
+# %% ../nbs/06_cover.ipynb #f7304b5d
 def _tree_embedder(tree):
-    from setree.embed import get_embedder
-    eid = tree.embedder_id or ""
-    if eid.startswith("hashing"):
-        dim = eid.rsplit(":", 1)[-1]
-        return get_embedder("hashing", dim=int(dim)) if dim.isdigit() and int(dim) != 384 else get_embedder("hashing")
-    return get_embedder()
+    from setree.embed import embedder_for
+    return embedder_for(tree.embedder_id or "")
 
 # %% ../nbs/06_cover.ipynb #12f2cb07
 def retrieve(tree:Tree, # a finalized tree (M = 0 allowed)

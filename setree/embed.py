@@ -12,7 +12,7 @@ from .core import MAX_MODEL_TOKENS, is_blank, patch, wordpiece_tokenizer
 
 # %% auto #0
 __all__ = ['MINILM_SHA256', 'MINILM_DIM', 'check_texts', 'default_model_path', 'Embedder', 'available_cores', 'MiniLMEmbedder',
-           'HashingEmbedder', 'get_embedder', 'MemoEmbedder']
+           'HashingEmbedder', 'get_embedder', 'embedder_args', 'embedder_for', 'MemoEmbedder']
 
 # %% ../nbs/01_embed.ipynb #75640dba
 def check_texts(texts # a list of strings
@@ -208,6 +208,19 @@ def get_embedder(name:str="minilm", # "minilm" or "hashing"
     key = (name, tuple(sorted(kwargs.items())))
     if key not in _shared: _shared[key] = MiniLMEmbedder(**kwargs) if name == "minilm" else HashingEmbedder(**kwargs)
     return _shared[key]
+
+# %% ../nbs/01_embed.ipynb #db7cf721
+def embedder_args(identity:str # an embedder's `identity` as a store keeps it; "" for a new store
+                 )->tuple[str, dict]: # (name, kwargs) for `get_embedder`
+    "The `get_embedder` arguments of the embedder with that identity: hashing with its dimension, else MiniLM."
+    if identity.startswith("hashing"):
+        dim = identity.rsplit(":", 1)[-1]
+        return "hashing", ({"dim": int(dim)} if dim.isdigit() and int(dim) != MINILM_DIM else {})
+    return "minilm", {}
+
+def embedder_for(identity:str)->MiniLMEmbedder|HashingEmbedder:
+    "The process-wide embedder of that identity (see `embedder_args`); compare its `identity` before mixing vectors."
+    name, kw = embedder_args(identity); return get_embedder(name, **kw)
 
 # %% ../nbs/01_embed.ipynb #ec9102aa
 class MemoEmbedder:

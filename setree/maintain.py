@@ -94,7 +94,7 @@ def _as_config(config):
     if isinstance(config, dict): return Config.from_dict(config)
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #3fed536d
+# %% ../nbs/07b_maintain.ipynb #b610767d
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -118,10 +118,15 @@ class KnowledgeBase:
     def __repr__(self): return f"KnowledgeBase({str(self.path)!r}{', readonly' if self.readonly else ''})"
 
     def embedder(self):
-        "The embedder of this knowledge base (created on first use)."
+        """The embedder of this knowledge base: the one given, else the store's own (`setree.embed.embedder_for` its stored identity; MiniLM
+        for a new store). Raises `EmbedderMismatch` when no setree embedder has the stored identity (open it with `embedder=` one that has)."""
         if self._embedder is None:
-            from setree.embed import get_embedder
-            self._embedder = get_embedder()
+            from setree.embed import embedder_for
+            stored = self._w.embedder_id(); e = embedder_for(stored)
+            if stored and e.identity != stored:
+                raise EmbedderMismatch(self.path, stored, e.identity, advice="open the knowledge base with embedder= an embedder whose identity is "
+                                       f"{stored!r}, or build(facts, replace=True) with setree's own to re-embed every fact")
+            self._embedder = e
         return self._embedder
 
     def config(self, tree:Tree|None=None):

@@ -749,7 +749,7 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
             tg.cancel_scope.cancel()   # the client closed stdin: the watcher ends too
     if app.writer.damaged is not None: raise app.writer.damaged
 
-# %% ../nbs/08b_server.ipynb #f86111bc
+# %% ../nbs/08b_server.ipynb #0e05e149
 def embedder_spec(name:str|None, # --embedder, or None
                   path:Path, # the store file (may not exist yet)
                  )->tuple[str, dict]: # (name, kwargs) for `setree.embed.get_embedder`
@@ -759,29 +759,26 @@ def embedder_spec(name:str|None, # --embedder, or None
         try:
             with Store(path, create=False, readonly=True) as st: eid = st.embedder_id()
         except StoreError: eid = ""   # opening it for real reports the problem
-        if eid.startswith("hashing"):
-            dim = eid.rsplit(":", 1)[-1]
-            return ("hashing", {"dim": int(dim)} if dim.isdigit() and int(dim) != 384 else {})
+        from setree.embed import embedder_args
+        return embedder_args(eid)
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #4116edda
+# %% ../nbs/08b_server.ipynb #611751b6
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
     tree cannot be loaded (the loader's check, as `setree stats` makes it)."""
-    from setree.cli import UsageError, check_llm_flags, load_config, store_errors
+    from setree.cli import UsageError, check_db, check_llm_flags, check_store_embedder, load_config, store_errors
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
     if "\x00" in args.db: raise UsageError(f"--db contains a NUL byte: {args.db!r}")
     check_llm_flags(args)
-    path = Path(args.db).expanduser().resolve()
+    path = check_db(str(Path(args.db).expanduser().resolve()), create=True)   # (an empty file refused with the command line's next step)
     cfg = load_config(args.config)
     summ_kw = _chat_kwargs(args)
     spec = embedder_spec(args.embedder, path)
     emb = get_embedder(spec[0], **spec[1])
-    if args.embedder is not None and path.is_file():
-        from setree.cli import check_store_embedder
-        check_store_embedder(path, emb)      # as on the command line: a change with another embedder would re-embed every fact
+    if path.is_file(): check_store_embedder(path, emb, given=args.embedder is not None)   # as on the command line: vectors of two models never mix
     emb.embed_query("warm up")        # load the model now, not in the first request
     summarizer = None
     if summ_kw is not None and args.passes == "thread":

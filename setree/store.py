@@ -444,7 +444,7 @@ class Store:
         if self._con is None: raise StoreError(f"store {self.path} is closed")
         return self._con
 
-# %% ../nbs/07_store.ipynb #00ef27b6
+# %% ../nbs/07_store.ipynb #4af36f37
 @patch
 def _txn(self:Store, fn, write:bool):
     with self._lock:
@@ -472,7 +472,16 @@ def _db_error(self:Store, e:sqlite3.DatabaseError)->StoreError:
     "The store's error for an SQLite one: `StoreBusy` (locked past `timeout_s`), `StoreDamaged` (malformed), else `StoreError`."
     if _busy(e): return StoreBusy(f"store {self.path} is locked by another writer (waited {self.timeout_s} s); retry")
     if _corrupt(e): return StoreDamaged(f"store {self.path} is damaged: {e}", CORRUPT_NEXT)
+    if getattr(e, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY and (who := _unwritable(self.path)): return StoreError(f"store {self.path}: {e}: {who}")
     return StoreError(f"store {self.path}: {e}")
+
+def _unwritable(path:Path)->str|None:
+    "Which of the store's files this user cannot write, and whose they are (a reader running as another user leaves its -wal and -shm); None: none."
+    bad = [q for q in (path, Path(f"{path}-wal"), Path(f"{path}-shm")) if q.exists() and not os.access(q, os.W_OK)]
+    if not bad: return None
+    owners = sorted({q.stat().st_uid for q in bad})
+    return (f"{', '.join(q.name for q in bad)} cannot be written by this user (owned by uid {', '.join(map(str, owners))}; a process of that user that read "
+            "the store leaves them); run the command as that user, or give the files to this one (`chown`) once no process has the store open")
 
 @patch
 def _changed(self:Store)->bool:
