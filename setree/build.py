@@ -16,7 +16,7 @@ from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 __all__ = ['CONFIG_RANGES', 'Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree',
            'has_text_id', 'unique_facts', 'build_tree', 'tree_shape']
 
-# %% ../nbs/05_build.ipynb #7688448a
+# %% ../nbs/05_build.ipynb #5106d318
 @dataclass(frozen=True)
 class Config:
     "Every parameter of a knowledge base, validated; the one place their defaults are set. Units: tokens for lengths and budgets, radians for `epsilon`."
@@ -50,7 +50,8 @@ class Config:
                   "default_budget": self.default_budget >= 1, "k_max": self.k_max >= 1, "window_tokens": self.window_tokens >= 2,
                   "faithfulness_threshold": -100 <= self.faithfulness_threshold <= 100, "resolution": self.resolution > 0,
                   "beta": math.isfinite(self.beta), "gamma": math.isfinite(self.gamma), "seed": self.seed >= 0,
-                  "llm_timeout": self.llm_timeout > 0, "glimpse": self.glimpse >= 0}
+                  "llm_timeout": self.llm_timeout > 0, "glimpse": self.glimpse >= 0,
+                  "overview_share": 0 <= self.overview_share <= 1, "lexical_weight": 0 <= self.lexical_weight < math.inf}
         bad = [k for k, ok in checks.items() if not ok]
         if bad: raise ValueError(f"config value(s) out of range: {'; '.join(f'{k}={getattr(self, k)!r} (allowed: {CONFIG_RANGES[k]})' for k in bad)}")
 
@@ -99,12 +100,12 @@ def to_dict(self:Config)->dict:
     d = asdict(self)
     return {k: (None if isinstance(v, float) and math.isinf(v) and k == "min_score" else v) for k, v in d.items()}
 
-# %% ../nbs/05_build.ipynb #9fb5ee9f
+# %% ../nbs/05_build.ipynb #585e4853
 CONFIG_RANGES = {"tau": "a number >= 0", "epsilon": "0 to pi radians", "summary_tokens": "at least 1 token",
                  "default_budget": "at least 1 token", "k_max": "an integer >= 1", "window_tokens": "at least 2 tokens",
                  "faithfulness_threshold": "an integer from -100 to 100", "resolution": "a number > 0", "beta": "a finite number",
                  "gamma": "a finite number", "seed": "an integer >= 0", "llm_timeout": "more than 0 seconds",
-                 "glimpse": "an integer >= 0"}
+                 "glimpse": "an integer >= 0", "overview_share": "a share from 0 to 1", "lexical_weight": "a finite number >= 0"}
 
 # %% ../nbs/05_build.ipynb #1c02d8ea
 class Progress:

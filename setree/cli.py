@@ -339,7 +339,7 @@ def _after_failed(kb, what:str, ack)->bool:
     try: return kb.withdraw(ack.seq)
     except StoreError: return False
 
-# %% ../nbs/08_cli.ipynb #0ff33b7b
+# %% ../nbs/08_cli.ipynb #513790aa
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return f"queued; not applied yet (--defer): `setree maintain --db {db}` applies it" if db else "queued; not applied yet (--defer): `setree maintain` applies it"
     if rep == BUSY: return (f"{_queued_as(ack)}; not applied yet: another maintenance pass holds the store, and that pass or the next "
@@ -348,6 +348,8 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
         many = len(set(ack.already_queued.values())) > 1
         return (f"applied: another process's maintenance pass applied the earlier change{'s' * many} that queued {'them' if len(ack.already_queued) > 1 else 'it'} "
                 f"({_seqs_text(ack.already_queued)}; applied_seq {rep['applied_seq']})")
+    if ack is not None and not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"]) and rep["applied_seq"] >= ack.seq:
+        return f"applied: another process's maintenance pass applied it (seq {ack.seq}; applied_seq {rep['applied_seq']})"   # (its pass found nothing left)
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
 
@@ -747,7 +749,7 @@ def _queued(args, state:dict)->dict:
     if note: print(f"setree: note: {note}", file=sys.stderr)
     return {"pending": int(state.get("pending") or 0), "pending_note": note}
 
-# %% ../nbs/08_cli.ipynb #078f8e56
+# %% ../nbs/08_cli.ipynb #829d091c
 def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in tokens)
     from dataclasses import fields
     from setree.build import Config
@@ -757,7 +759,10 @@ def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in to
     cfg = load_config(args.config)
     if cfg is not None: d.update(cfg.to_dict())
     flags = {k: getattr(args, k, None) for k in ("beta", "gamma", "tau", "min_score", "glimpse")}
-    merged = _merge(Config.from_dict(d), flags)   # named by the flag
+    try: stored = Config.from_dict(d)
+    except (ValueError, TypeError) as e:   # (a value an older setree stored: the file's or the flags' values may stand in)
+        raise UsageError(f"the store's config is refused: {e}; give --config FILE with valid values (they replace the stored ones for this call)") from None
+    merged = _merge(stored, flags)   # named by the flag
     try: return CoverParams.from_config(merged), merged.default_budget
     except (ValueError, TypeError) as e:   # name where the value came from, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
         src = args.config or os.environ.get("SETREE_CONFIG")
@@ -1035,12 +1040,12 @@ def _summarizer_args(sp):
     sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
     sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
 
-# %% ../nbs/08_cli.ipynb #bc2a8f59
+# %% ../nbs/08_cli.ipynb #019cd146
 def _build_parser(sub):
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); _common(b); _summarizer_args(b)
     b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin: " + STDIN_FORMAT)
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
-    b.add_argument("--embedder", choices=["minilm", "hashing"], default="minilm", help=EMBEDDER_HELP)
+    b.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own when --replace rebuilds one, else minilm; " + EMBEDDER_HELP)
     b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts, in the same order, and seed give the same tree")
     b.add_argument("--summary-tokens", type=integer, default=None, help="tokens of each summary (config summary_tokens)")
     b.add_argument("--k-max", type=integer, default=None, help="neighbours per node in the clustering graph (config k_max)")

@@ -292,10 +292,12 @@ def test_unknown_ids_are_json_on_the_cli_and_the_server(kb, tmp_path):
     assert p.returncode == 2 and want in one_line_error(p) and want in in_json(str(lib.value)), (p.stderr, in_json(str(lib.value)))
 
 def test_a_cover_parameter_only_the_cover_refuses_is_named_as_an_option(kb, tmp_path):
-    "A config value a build may store but a cover cannot use (overview_share above 1) is refused by the cover's own check, named by the file and key (it named an --overview-share flag that does not exist)."
+    "A cover value out of range in a --config file (overview_share above 1) is refused when the file is read, named by the file and key (it named an --overview-share flag that does not exist; a build stored it)."
     d, db = kb
     cfg = tmp_path / "os.json"; cfg.write_text('{"overview_share": 2}')
     p = run("retrieve", "x", "--db", db, "--config", cfg)
-    assert p.returncode == 2 and f"{cfg}: config value overview_share must be in [0, 1], got 2.0" in one_line_error(p), p.stderr
+    assert p.returncode == 2 and f"{cfg}: config value(s) out of range: overview_share=2 (allowed: a share from 0 to 1)" in one_line_error(p), p.stderr
+    p = run("build", d / "facts.txt", "--db", d / "other.db", "--config", cfg)   # a build refuses it too, before any store is made
+    assert p.returncode == 2 and "overview_share=2 (allowed" in one_line_error(p) and not (d / "other.db").exists(), p.stderr
     p = run("retrieve", "x", "--db", db, "--tau", "-1")                 # a flag: checked once, by Config, named by the flag
     assert p.returncode == 2 and "config value(s) out of range: --tau=-1.0 (allowed: a number >= 0)" in one_line_error(p), p.stderr
