@@ -792,7 +792,7 @@ def _tree_embedder(tree):
     from setree.embed import embedder_for
     return embedder_for(tree.embedder_id or "")
 
-# %% ../nbs/06_cover.ipynb #12f2cb07
+# %% ../nbs/06_cover.ipynb #2c5461aa
 def retrieve(tree:Tree, # a finalized tree (M = 0 allowed)
              prompt:str, # the prompt; a non-blank string
              budget:int|None=None, # tokens (positive int); None: tree.config['default_budget'] or 4096
@@ -818,7 +818,8 @@ def retrieve(tree:Tree, # a finalized tree (M = 0 allowed)
         embedder = embedder or _tree_embedder(tree)
         ident = getattr(embedder, "identity", None)
         if tree.embedder_id and ident and ident != tree.embedder_id:
-            raise ValueError(f"the tree was embedded with {tree.embedder_id!r}, the query embedder is {ident!r}: vectors would not be comparable")
+            raise ValueError(f"the tree was embedded with {tree.embedder_id!r}, the query embedder is {ident!r}: vectors would not be comparable; "
+                             f"pass embedder= an embedder whose identity is {tree.embedder_id!r}")
         q = embedder.embed_query(prompt)
     cover = select_cover(tree, q, budget, params, prompt)
     cover.latency_ms = 1000 * (time.perf_counter() - t0)
