@@ -14,9 +14,9 @@ __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'S
            'positive_seconds', 'store_errors', 'check_db', 'check_llm_flags', 'check_store_embedder',
            'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build', 'repeated_ids', 'repeated_note',
            'merged_note', 'ack_lines', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_compact',
-           'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_stats', 'readable', 'outline',
-           'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main',
-           'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
+           'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_export', 'cmd_stats', 'readable',
+           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code',
+           'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -261,7 +261,7 @@ def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made alr
     if args.command != "build" and p.exists(): check_store_embedder(p, embedder, given=bool(getattr(args, "embedder", None)))
     with store_errors(): return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
 
-# %% ../nbs/08_cli.ipynb #db8686ac
+# %% ../nbs/08_cli.ipynb #0ae2eb88
 def check_store_embedder(p:Path, # an existing store file
                          embedder, # the embedder a command was given, or the store's own (`.identity` is compared)
                          given:bool=True, # True: named by --embedder; False: the store's own (`setree.embed.embedder_for`)
@@ -280,8 +280,8 @@ def foreign_embedder(p, # the store
                     )->UsageError:
     "The error for a store whose vectors no setree embedder makes (another model, a test's synthetic vectors): what it takes to use it."
     return UsageError(f"store {p} holds vectors of {eid}, which no setree embedder makes (this setree has {have} and hashing-v1): "
-                      f"only Python can read or change it, with that embedder (`KnowledgeBase(path, embedder=...)`); or rebuild it from its facts "
-                      f"with `setree build FILE --db {p} --replace`")
+                      f"only Python can read or change it, with that embedder (`KnowledgeBase(path, embedder=...)`); or rebuild it from its facts: "
+                      f"`setree export --db {p} --out facts.jsonl`, then `setree build facts.jsonl --db {p} --replace`")
 
 def _stored_embedder(p:Path):
     "The embedder whose vectors the store holds (the default MiniLM one for a new store)."
@@ -845,6 +845,20 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
+# %% ../nbs/08_cli.ipynb #a455e941
+def cmd_export(args)->int:
+    "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta). Raises `UsageError` for an --out that is the store or a directory."
+    tree, path, state = _load_tree(args.db)
+    _queued(args, state)   # (changes still queued are not in it: said on stderr)
+    data = "".join(json.dumps({"id": f.id, "text": f.text, **({"meta": f.meta} if f.meta else {})}, ensure_ascii=False) + "\n" for f in tree.facts).encode("utf-8")
+    if args.out == "-": (sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else sys.stdout.write(data.decode("utf-8"))); return 0
+    out = Path(args.out)
+    if out.is_dir(): raise UsageError(f"--out {args.out} is a directory, not a file")
+    if out.exists() and out.resolve() == Path(path).resolve(): raise UsageError(f"--out {args.out} is the store itself; name another file")
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}"); tmp.write_bytes(data); os.replace(tmp, out)   # (whole or not at all)
+    print(f"exported {tree.n_facts} fact{'s' * (tree.n_facts != 1)} -> {out}", file=sys.stderr)
+    return 0
+
 # %% ../nbs/08_cli.ipynb #bc7de983
 def cmd_stats(args)->int:
     "setree stats --db PATH: facts, nodes, levels, embedder, seed, store size, the queue (and a note on stderr when changes wait)."
@@ -1078,9 +1092,12 @@ def _change_parsers(sub):
     _change_parser(sub, "maintain", "apply every queued change now, in one pass")
     _common(sub.add_parser("compact", help="rewrite the store file without unused space (no old copy of a forgotten text stays in it)"), config=False)
 
-# %% ../nbs/08_cli.ipynb #99c49430
+# %% ../nbs/08_cli.ipynb #a04b90a9
 def _read_parsers(sub):
     s = sub.add_parser("stats", help="what the store holds"); _common(s, config=False)
+    x = sub.add_parser("export", help="the applied facts as JSON lines (id, text, meta), as `setree build` reads them back")
+    x.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
+    x.add_argument("--out", default="-", help="the file to write (replaced whole, never half-written); default - (stdout)")
     i = sub.add_parser("inspect", help="the tree as an outline", description="The tree as an indented outline, one line per node, after a "
                        "legend line: L = level, n = facts under a summary, f = its faithfulness (-100 to 100), t = tokens.")
     _common(i, config=False)
@@ -1154,10 +1171,10 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #3fb04f4c
+# %% ../nbs/08_cli.ipynb #b60bd79f
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
-            "maintain": cmd_maintain, "compact": cmd_compact}
+            "maintain": cmd_maintain, "compact": cmd_compact, "export": cmd_export}
 
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small, 128 + the signal's number when stopped (130 Ctrl-C)
