@@ -94,7 +94,7 @@ def _as_config(config):
     if isinstance(config, dict): return Config.from_dict(config)
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #8a8ed84f
+# %% ../nbs/07b_maintain.ipynb #8a819b04
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -105,7 +105,7 @@ class KnowledgeBase:
         self._w = Store(path, create=create, readonly=readonly, timeout_s=timeout_s)   # mutations and commits
         self._r = Store(self._w.path, readonly=True, timeout_s=timeout_s)               # reads: never wait for a pass
         self.path, self.readonly, self.timeout_s = self._w.path, readonly, float(timeout_s)
-        self._config, self._embedder, self._summarizer = _as_config(config), embedder, summarizer
+        self._config, self._embedder, self._summarizer, self._given = _as_config(config), embedder, summarizer, embedder is not None
         self._cache, self._cache_lock, self._pass_thread_lock = None, threading.Lock(), threading.Lock()
         self._lockfd = None
 
@@ -119,14 +119,10 @@ class KnowledgeBase:
 
     def embedder(self):
         """The embedder of this knowledge base: the one given, else the store's own (`setree.embed.embedder_for` its stored identity; MiniLM
-        for a new store). Raises `EmbedderMismatch` when no setree embedder has the stored identity (open it with `embedder=` one that has)."""
+        for a new store, and for a store whose vectors no setree embedder makes: a change then refuses to mix them, a build re-embeds)."""
         if self._embedder is None:
             from setree.embed import embedder_for
-            stored = self._w.embedder_id(); e = embedder_for(stored)
-            if stored and e.identity != stored:
-                raise EmbedderMismatch(self.path, stored, e.identity, advice="open the knowledge base with embedder= an embedder whose identity is "
-                                       f"{stored!r}, or build(facts, replace=True) with setree's own to re-embed every fact")
-            self._embedder = e
+            self._embedder = embedder_for(self._w.embedder_id())
         return self._embedder
 
     def config(self, tree:Tree|None=None):
@@ -149,12 +145,15 @@ class KnowledgeBase:
             return check(_View(con, int(_meta(con).get("applied_seq", "0"))))
         return self._w.enqueue(op, payload, checked)
 
-    def _same_embedder(self, stored:str):
-        "A change must not silently re-embed every stored fact: refuse an embedder given at opening that is not the store's."
-        given = getattr(self._embedder, "identity", None)
-        if stored and given is not None and given != stored:
-            raise EmbedderMismatch(self.path, stored, given, advice="open the knowledge base without an embedder (its own is used), "
-                                   "or build(facts, replace=True) to re-embed every fact with the new one")
+    def _same_embedder(self, stored:str, emb=None):
+        """A change must not silently re-embed every stored fact: refuse an embedder given at opening that is not the store's, and (with `emb`,
+        the pass's) a store whose vectors no setree embedder makes."""
+        given = getattr(emb if emb is not None else self._embedder, "identity", None)
+        if not stored or given is None or given == stored: return
+        if self._given: raise EmbedderMismatch(self.path, stored, given, advice="open the knowledge base without an embedder (its own is used), "
+                                               "or build(facts, replace=True) to re-embed every fact with the new one")
+        raise EmbedderMismatch(self.path, stored, given, advice=f"no setree embedder makes its vectors: open it with embedder= one whose identity is {stored!r}, "
+                               "or build(facts, replace=True) to re-embed every fact with setree's own")
 
 # %% ../nbs/07b_maintain.ipynb #803b602a
 class _Unchanged(Exception):
@@ -571,7 +570,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #f751e391
+# %% ../nbs/07b_maintain.ipynb #1587450c
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -587,7 +586,7 @@ def maintain(self:KnowledgeBase)->dict:
         if not entries: return {**_report(state["applied_seq"], started), "seconds": round(time.perf_counter() - t0, 4)}
         upto = entries[-1][0]
         plan = plan_mutations(base, entries)
-        if not plan.full and base.n_facts: self._same_embedder(base.embedder_id)
+        if not plan.full and base.n_facts: self._same_embedder(base.embedder_id, self.embedder())
         report = _report(upto, started, plan)
         try:
             tree, info = self._run_pass(base, plan)
