@@ -94,7 +94,7 @@ def _as_config(config):
     if isinstance(config, dict): return Config.from_dict(config)
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #8a819b04
+# %% ../nbs/07b_maintain.ipynb #f1b123f9
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -139,6 +139,7 @@ class KnowledgeBase:
             try: check(*a)
             except StoreDamaged as e: raise StoreDamaged(f"{e.detail}; the {op} is refused: nothing was queued", e.next_step) from None
         if not replaces: refusing(self.tree)   # the loader's check (cached): no change is queued on a store whose tree cannot be loaded; a change that replaces every row (build with replace, reset) is the way out of a damaged store
+        if op in ("insert", "forget", "update") and not self._given and (stored := self._w.embedder_id()): self._same_embedder(stored, self.embedder())   # (no pass could apply it)
         def checked(con):
             if not replaces: refusing(counts_in, con, self.path)   # two counts, read in this transaction: rows deleted by hand since the tree was cached
             if op in ("insert", "forget", "update"): self._same_embedder(_meta(con).get("embedder_id", ""))
