@@ -250,25 +250,29 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #f40fbacc
+# %% ../nbs/08_cli.ipynb #a893e1b1
 def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made already (`setree build`'s); None: the one --config names
        ):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
     p = check_db(args.db, create)
     cfg = config if config is not None else load_config(getattr(args, "config", None))
-    if embedder is None: embedder = _embedder(args.embedder) if getattr(args, "embedder", None) else _stored_embedder(p)
-    if args.command != "build" and p.exists(): check_store_embedder(p, embedder, given=bool(getattr(args, "embedder", None)))
+    from setree.embed import embedder_for
+    given = getattr(args, "embedder", None)
+    eid = _store_embedder_id(p) if not given or args.command != "build" else ""   # (read once: to choose the embedder, or to check the one given)
+    if embedder is None: embedder = _embedder(given) if given else embedder_for(eid)
+    if args.command != "build" and p.exists(): check_store_embedder(p, embedder, given=bool(given), eid=eid)
     with store_errors(): return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
 
-# %% ../nbs/08_cli.ipynb #0ae2eb88
+# %% ../nbs/08_cli.ipynb #a0d1104e
 def check_store_embedder(p:Path, # an existing store file
                          embedder, # the embedder a command was given, or the store's own (`.identity` is compared)
                          given:bool=True, # True: named by --embedder; False: the store's own (`setree.embed.embedder_for`)
+                         eid:str|None=None, # the store's embedder identity, when read already
                         )->None:
     """A command must not mix vectors of two models (a change would silently re-embed the whole store): raises `UsageError` for an --embedder
     the store was not built with, and for a store whose embedder no setree embedder is (CLI and MCP server)."""
-    with _open_store(str(p)) as st: eid = st.embedder_id()
+    if eid is None: eid = _store_embedder_id(p)
     if not eid or eid == embedder.identity: return
     if given: raise UsageError(f"store {p} holds vectors of {eid}, not {embedder.identity}: a change with another --embedder would re-embed every fact; "
                                "leave --embedder out (the store's own is used), or rebuild with `setree build FILE --db ... --replace --embedder ...`")
@@ -283,11 +287,10 @@ def foreign_embedder(p, # the store
                       f"only Python can read or change it, with that embedder (`KnowledgeBase(path, embedder=...)`); or rebuild it from its facts: "
                       f"`setree export --db {p} --out facts.jsonl`, then `setree build facts.jsonl --db {p} --replace`")
 
-def _stored_embedder(p:Path):
-    "The embedder whose vectors the store holds (the default MiniLM one for a new store)."
-    if not p.exists(): return _embedder("minilm")
-    from setree.embed import embedder_for
-    with _open_store(str(p)) as st: return embedder_for(st.embedder_id())
+def _store_embedder_id(p:Path)->str:
+    "The identity of the embedder whose vectors the store holds; '' for a new store (`setree.embed.embedder_for('')` is MiniLM)."
+    if not p.exists(): return ""
+    with _open_store(str(p)) as st: return st.embedder_id()
 
 # %% ../nbs/08_cli.ipynb #7e2cdf95
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
@@ -339,19 +342,21 @@ def _after_failed(kb, what:str, ack)->bool:
     try: return kb.withdraw(ack.seq)
     except StoreError: return False
 
-# %% ../nbs/08_cli.ipynb #513790aa
+# %% ../nbs/08_cli.ipynb #e46d319c
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return f"queued; not applied yet (--defer): `setree maintain --db {db}` applies it" if db else "queued; not applied yet (--defer): `setree maintain` applies it"
     if rep == BUSY: return (f"{_queued_as(ack)}; not applied yet: another maintenance pass holds the store, and that pass or the next "
                             f"applies it (`setree stats --db {db}` shows applied_seq)")
-    if ack is not None and ack.unchanged and not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"]):
+    if ack is not None and _idle(rep) and ack.unchanged:
         many = len(set(ack.already_queued.values())) > 1
         return (f"applied: another process's maintenance pass applied the earlier change{'s' * many} that queued {'them' if len(ack.already_queued) > 1 else 'it'} "
                 f"({_seqs_text(ack.already_queued)}; applied_seq {rep['applied_seq']})")
-    if ack is not None and not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"]) and rep["applied_seq"] >= ack.seq:
-        return f"applied: another process's maintenance pass applied it (seq {ack.seq}; applied_seq {rep['applied_seq']})"   # (its pass found nothing left)
+    if ack is not None and _idle(rep) and rep["applied_seq"] >= ack.seq:   # (its pass found nothing left)
+        return f"applied: another process's maintenance pass applied it (seq {ack.seq}; applied_seq {rep['applied_seq']})"
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
     return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
+
+def _idle(rep:dict)->bool: return not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"])   # a pass that applied nothing
 
 def _queued_as(ack)->str:
     "Which change holds the command's texts: its own, or (it queued nothing) the earlier changes that queued them."
@@ -640,7 +645,7 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #c9142584
+# %% ../nbs/08_cli.ipynb #50aaea8d
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass. Stopped (Ctrl-C, a stop signal), it says what it left (`_maintain_stopped`)."
     with _kb(args, create=False) as kb:
@@ -652,7 +657,7 @@ def cmd_maintain(args)->int:
             if isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None: e.setree_note = _maintain_stopped(kb, args.db)   # (said by `_stopped`)
             raise
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact", rep["error"])
-    idle = not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"])
+    idle = _idle(rep)
     note = replace_note(rep)
     _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep) + (f"\nnote: {note}" if note else ""), {**rep, "replace_note": note})
     return 0
@@ -749,7 +754,7 @@ def _queued(args, state:dict)->dict:
     if note: print(f"setree: note: {note}", file=sys.stderr)
     return {"pending": int(state.get("pending") or 0), "pending_note": note}
 
-# %% ../nbs/08_cli.ipynb #829d091c
+# %% ../nbs/08_cli.ipynb #ffdf41bb
 def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in tokens)
     from dataclasses import fields
     from setree.build import Config
@@ -764,17 +769,8 @@ def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in to
         raise UsageError(f"the store's config is refused: {e}; give --config FILE with valid values (they replace the stored ones for this call)") from None
     merged = _merge(stored, flags)   # named by the flag
     try: return CoverParams.from_config(merged), merged.default_budget
-    except (ValueError, TypeError) as e:   # name where the value came from, not the class: "CoverParams.min_score" -> "--min-score (min_score)"
-        src = args.config or os.environ.get("SETREE_CONFIG")
-        def where(k):
-            if flags.get(k) is not None: return f"--{k.replace('_', '-')} ({k})"
-            return f"{src}: config value {k}" if cfg is not None and k in _config_keys(src) else f"the store's config value {k}"
-        raise UsageError(re.sub(r"CoverParams\.(\w+)", lambda m: where(m.group(1)), str(e))) from None
-
-def _config_keys(path:str)->set:
-    "The keys a config file sets (it parsed once already)."
-    try: return set(json.loads(Path(path).read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError): return set()
+    except (ValueError, TypeError) as e:   # (`Config` checks every value a cover checks, each named where it came from above: this is a safety net)
+        raise UsageError(str(e).replace("CoverParams.", "config value ")) from None
 
 # %% ../nbs/08_cli.ipynb #a6325bed
 EMPTY_KB = "(the knowledge base is empty: no facts yet)"   # the one wording of the command, the outline and the MCP server

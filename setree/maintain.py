@@ -94,7 +94,7 @@ def _as_config(config):
     if isinstance(config, dict): return Config.from_dict(config)
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #f1b123f9
+# %% ../nbs/07b_maintain.ipynb #426d0672
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -139,18 +139,18 @@ class KnowledgeBase:
             try: check(*a)
             except StoreDamaged as e: raise StoreDamaged(f"{e.detail}; the {op} is refused: nothing was queued", e.next_step) from None
         if not replaces: refusing(self.tree)   # the loader's check (cached): no change is queued on a store whose tree cannot be loaded; a change that replaces every row (build with replace, reset) is the way out of a damaged store
-        if op in ("insert", "forget", "update") and not self._given and (stored := self._w.embedder_id()): self._same_embedder(stored, self.embedder())   # (no pass could apply it)
+        if op in ("insert", "forget", "update"): self.embedder()   # (made now, outside the transaction: its identity is compared in it)
         def checked(con):
             if not replaces: refusing(counts_in, con, self.path)   # two counts, read in this transaction: rows deleted by hand since the tree was cached
             if op in ("insert", "forget", "update"): self._same_embedder(_meta(con).get("embedder_id", ""))
             return check(_View(con, int(_meta(con).get("applied_seq", "0"))))
         return self._w.enqueue(op, payload, checked)
 
-    def _same_embedder(self, stored:str, emb=None):
-        """A change must not silently re-embed every stored fact: refuse an embedder given at opening that is not the store's, and (with `emb`,
-        the pass's) a store whose vectors no setree embedder makes."""
-        given = getattr(emb if emb is not None else self._embedder, "identity", None)
-        if not stored or given is None or given == stored: return
+    def _same_embedder(self, stored:str):
+        """A change must not silently re-embed every stored fact: refuse an embedder given at opening that is not the store's, and a store
+        whose vectors no setree embedder makes (`embedder()` made first: a transaction may be open)."""
+        given = self.embedder().identity
+        if not stored or given == stored: return
         if self._given: raise EmbedderMismatch(self.path, stored, given, advice="open the knowledge base without an embedder (its own is used), "
                                                "or build(facts, replace=True) to re-embed every fact with the new one")
         raise EmbedderMismatch(self.path, stored, given, advice=f"no setree embedder makes its vectors: open it with embedder= one whose identity is {stored!r}, "
@@ -571,7 +571,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #1587450c
+# %% ../nbs/07b_maintain.ipynb #67882db8
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -587,7 +587,7 @@ def maintain(self:KnowledgeBase)->dict:
         if not entries: return {**_report(state["applied_seq"], started), "seconds": round(time.perf_counter() - t0, 4)}
         upto = entries[-1][0]
         plan = plan_mutations(base, entries)
-        if not plan.full and base.n_facts: self._same_embedder(base.embedder_id, self.embedder())
+        if not plan.full and base.n_facts: self._same_embedder(base.embedder_id)
         report = _report(upto, started, plan)
         try:
             tree, info = self._run_pass(base, plan)

@@ -648,7 +648,7 @@ def _quotes_from_rows(blobs:list, K:np.ndarray)->list:
         for i, v in enumerate(own): out[v] = nums[o[i]:o[i + 1]]
     return out
 
-# %% ../nbs/07_store.ipynb #1f363a09
+# %% ../nbs/07_store.ipynb #191fe8d6
 def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, arrs:dict)->Tree:
     "Assemble a Tree from the rows read by `load` (see the layout table above)."
     layout = json.loads(meta["layout"])
@@ -675,9 +675,9 @@ def _tree_from_rows(meta:dict, frows:list, nrows:list, mrows:list, farows:list, 
         kw["leaf_sum"] = S
     for name in DERIVED_FIELDS:   # (a version-2 store holds each of them as it is; the projections of a version-3 store are left: see above)
         if name in layout["fields"] and name != "proj": kw[name] = arrs.get(name)
-    for name, rows in (("line_tokens", M),):   # (what no load recomputes must be there, one row per node)
-        if name in layout["fields"] and (kw[name] is None or len(kw[name]) != rows):
-            raise ValueError(f"its {name} array is {'missing' if kw[name] is None else f'{len(kw[name])} rows long, not {rows}'}")
+    lt = kw.get("line_tokens")   # (what no load recomputes must be there, one row per node)
+    if "line_tokens" in layout["fields"] and (lt is None or len(lt) != M):
+        raise ValueError(f"its line_tokens array is {'missing' if lt is None else f'{len(lt)} rows long, not {M}'}")
     t = Tree(facts=facts, texts=texts, parent=parent, children=_children_of(parent), level=i64(cols[1]), tokens=i64(cols[4]),
              emb=emb, summarizer=list(cols[5]), quotes=_quotes_from_rows(list(cols[12]), K),
              truncated=np.array([bool(r[4]) for r in frows], bool) if layout["truncated"] else None,

@@ -122,30 +122,36 @@ def quoted_facts(text:str, # a summary
     hit = [i for i in cand if fact_texts[i] in text and _stands_in(fact_texts[i], text)]
     return np.sort(fact_nodes[np.asarray(hit, np.int64)])
 
-# %% ../nbs/03_summarize.ipynb #1c594b21
+# %% ../nbs/03_summarize.ipynb #52e6fc66
 _TOKEN_INFO: dict = {}  # text -> (tokens, unknown only): each fact is tokenized once per process, not once per ancestor
 
 def token_info(texts:list[str] # fact texts
               )->tuple[np.ndarray, np.ndarray]: # int64 (n,) `count_tokens` of each text; bool (n,) every token is [UNK]
     "Token counts and [UNK]-only flags, tokenizing only texts not seen before in this process."
-    texts = list(texts)
-    info = list(map(_TOKEN_INFO.get, texts))
-    if None in info:
-        new = list(dict.fromkeys(compress(texts, map(is_, info, repeat(None)))))
+    def tokenize(new):
         tk = _tokenizer(); unk = tk.token_to_id("[UNK]")
-        encs = tk.encode_batch(new, add_special_tokens=False) if len(new) > 64 else [tk.encode(t, add_special_tokens=False) for t in new]
-        fresh = {t: (encoding_tokens(e, t), bool(e.ids) and all(i == unk for i in e.ids)) for t, e in zip(new, encs)}   # (a batch call has a fixed cost of milliseconds: small lists one by one)
-        if len(_TOKEN_INFO) + len(fresh) > 1 << 20: _TOKEN_INFO.clear()            # bounded memory for long-lived processes
-        _TOKEN_INFO.update(fresh)
-        info = [fresh[t] if i is None else i for t, i in zip(texts, info)]
+        encs = tk.encode_batch(new, add_special_tokens=False) if len(new) > 64 else [tk.encode(t, add_special_tokens=False) for t in new]   # (a batch call has a fixed cost of milliseconds: small lists one by one)
+        return {t: (encoding_tokens(e, t), bool(e.ids) and all(i == unk for i in e.ids)) for t, e in zip(new, encs)}
+    info = _memo(_TOKEN_INFO, list(texts), tokenize)
     return np.array([a for a, _ in info], np.int64), np.array([b for _, b in info], bool)
+
+def _memo(cache:dict, texts:list[str], compute)->list:
+    """The value of each text in `cache`; `compute(new)` -> {text: value} for the texts not seen before (each once), then kept. The cache is
+    emptied first when it would pass 2^20 texts (bounded memory for long-lived processes)."""
+    got = list(map(cache.get, texts))
+    if None in got:
+        fresh = compute(list(dict.fromkeys(compress(texts, map(is_, got, repeat(None))))))
+        if len(cache) + len(fresh) > 1 << 20: cache.clear()
+        cache.update(fresh)
+        got = [fresh[t] if g is None else g for t, g in zip(texts, got)]
+    return got
 
 def _fact_tokens(r # a `SummaryRequest`
                )->np.ndarray: # int64 (n_v,) token counts of the request's facts: as the request gives them, else `token_info`'s
     "The token counts of a request's facts (every summarizer needs them, to fit and to find quoted facts)."
     return token_info(r.fact_texts)[0] if r.fact_tokens is None else np.asarray(r.fact_tokens, np.int64)
 
-# %% ../nbs/03_summarize.ipynb #b50f466b
+# %% ../nbs/03_summarize.ipynb #e6693b3d
 # A word of ASCII letters and digits (at most 100, WordPiece's longest word) between ASCII whitespace or punctuation is its own
 # pre-token, and the vocabulary holds every letter and digit with and without `##`: such a text has a token that is not [UNK].
 _PLAIN_WORD = re.compile(r"(?:^|[ \t\n\r!-/:-@\[-`{-~])[A-Za-z0-9]{1,100}(?=$|[ \t\n\r!-/:-@\[-`{-~])")
@@ -156,17 +162,11 @@ def unknown_only(texts:list[str] # fact texts
                 )->np.ndarray: # bool (n,): True where every token of the text is [UNK]
     """Flag texts the embedder's vocabulary cannot read at all (every WordPiece token is `[UNK]`). A text with a plain ASCII word
     is readable without tokenizing it; only the others go through `token_info`."""
-    texts = list(texts)
-    got = list(map(_UNKNOWN.get, texts))
-    if None in got:
-        new = list(dict.fromkeys(compress(texts, map(is_, got, repeat(None)))))
+    def flag(new):
         hard = [t for t in new if not _PLAIN_WORD.search(t)]
         flags = dict(zip(hard, token_info(hard)[1].tolist())) if hard else {}
-        fresh = {t: flags.get(t, False) for t in new}
-        if len(_UNKNOWN) + len(fresh) > 1 << 20: _UNKNOWN.clear()
-        _UNKNOWN.update(fresh)
-        got = [fresh[t] if g is None else g for t, g in zip(texts, got)]
-    return np.array(got, bool)
+        return {t: flags.get(t, False) for t in new}
+    return np.array(_memo(_UNKNOWN, list(texts), flag), bool)
 
 # %% ../nbs/03_summarize.ipynb #283cd2b4
 STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been before being
