@@ -721,13 +721,32 @@ def _own_stdin():
     try: yield private
     finally: os.dup2(saved, 0); os.close(saved)
 
-# %% ../nbs/08b_server.ipynb #5d8d0077
+# %% ../nbs/08b_server.ipynb #749d2033
+@contextmanager
+def _stops_on_the_loop(loop, # the running asyncio event loop
+                       stop, # called on the loop as `stop(signum)`
+                      ):
+    """Within: SIGINT, SIGTERM and SIGHUP, those with a Python handler, reach `stop(signum)` as an event-loop callback, never as an
+    exception inside a task; on leaving, their previous handlers come back. Main thread only (elsewhere signals cannot be handled)."""
+    if threading.current_thread() is not threading.main_thread(): yield; return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    ours = [s for s, h in old.items() if callable(h)]   # (not SIG_IGN or SIG_DFL: an ignored signal stays ignored)
+    for s in ours: loop.add_signal_handler(s, stop, s)
+    try: yield
+    finally:
+        for s in ours: loop.remove_signal_handler(s); signal.signal(s, old[s])
+
+# %% ../nbs/08b_server.ipynb #43b13ab0
 async def serve_stdio(app:MemoryServer # the started knowledge base server
                      ):
     """Serve MCP on this process's stdin/stdout until the client closes stdin. The transport is the SDK's stdio one, except
-    that each line is parsed once, here (`read_message`), and what the SDK would drop without an answer is answered."""
-    server = make_server(app)
-    with _own_stdin() as fd_in, _own_stdout() as fd_out:
+    that each line is parsed once, here (`read_message`), and what the SDK would drop without an answer is answered.
+    A stop signal (`_stops_on_the_loop`) ends it too: raises `KeyboardInterrupt` once every task has ended."""
+    import asyncio
+    from setree.cli import _STOPPED_BY
+    server, got = make_server(app), []
+    def stop(signum): got.append(signum); scope.cancel()
+    with anyio.CancelScope() as scope, _stops_on_the_loop(asyncio.get_running_loop(), stop), _own_stdin() as fd_in, _own_stdout() as fd_out:
         wire_in, wire_out = WireIn(fd_in), WireOut(fd_out)
         to_server, read = anyio.create_memory_object_stream(0)
         write, to_client = anyio.create_memory_object_stream(0)
@@ -747,6 +766,7 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
             tg.start_soon(reader); tg.start_soon(writer); tg.start_soon(watch)
             async with write: await server.run(read, write, server.create_initialization_options())
             tg.cancel_scope.cancel()   # the client closed stdin: the watcher ends too
+    if got: _STOPPED_BY[0] = got[0]; raise KeyboardInterrupt(signal.Signals(got[0]).name)
     if app.writer.damaged is not None: raise app.writer.damaged
 
 # %% ../nbs/08b_server.ipynb #0e05e149

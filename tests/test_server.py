@@ -593,6 +593,20 @@ def test_stopped_before_the_server_module_is_loaded_says_setree_serve(tmp_path, 
                        stdin=subprocess.DEVNULL)
     assert (r.returncode, r.stderr) == (128 + sig, "setree serve: interrupted\n"), (r.returncode, r.stderr)
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_signal_inside_an_event_loop_task_is_the_one_line_too(tmp_path, sig):
+    "A signal that arrives while one of the server's tasks runs (here: as the reader connects the read pipe) is no asyncio error report."
+    code = ("import os, signal, sys, setree.server as s, setree.cli as cli\n"
+            "real = s.WireIn._readline\n"
+            "async def early(self): os.kill(os.getpid(), signal.%s); return await real(self)\n"   # inside the reader task's first step
+            "s.WireIn._readline = early\n"
+            "sys.exit(cli.main(sys.argv[1:]))" % sig.name)
+    p = subprocess.Popen([sys.executable, "-c", code, "serve", *serve_args(tmp_path / "kb.db")], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate(timeout=120)   # (stdin closes at once; the signal, sent before the first read, comes first)
+    lines = err.strip().splitlines()
+    assert (p.returncode, lines[-1], len(lines), out) == (128 + sig, "setree serve: interrupted", 2, ""), (p.returncode, err)
+
 def test_sigterm_stops_python_m_setree_server_too(tmp_path):
     "`python -m setree.server` (what MCP clients are often configured to start) takes SIGTERM as `setree serve` does."
     code, err = _ctrl_c(serve_args(tmp_path / "kb.db"), serving, tmp_path, sig=signal.SIGTERM, group=False, module=True)
