@@ -613,7 +613,7 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
         if isinstance(e, PassFailed): _failed_new(kb, new, what, ack, e)
         raise
 
-# %% ../nbs/08_cli.ipynb #97a8b377
+# %% ../nbs/08_cli.ipynb #36423554
 def _mutate(args, what:str, fn)->int:
     def queue(kb):
         try: ack = fn(kb)
@@ -621,15 +621,25 @@ def _mutate(args, what:str, fn)->int:
         if new and not queue.said: print(f"setree: created a new store at {kb.path}", file=sys.stderr); queue.said = True
         return ack
     queue.said = False
-    with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb: ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: ack_lines(what, ack))
+    with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb:
+        ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: ack_lines(what, ack))
+        sizes = _change_sizes(kb, ack) if stopped is None and isinstance(rep, dict) and what != "forget" else {}
     if stopped is not None: return stopped
     if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     note = replace_note(rep, ack) if isinstance(rep, dict) else None
-    _out(args, _pass_line(rep, ack, args.db) + (f"\nnote: {note}" if note else ""),
-         {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy, "replace_note": note,
+    _out(args, _pass_line(rep, ack, args.db) + (f"\nnote: {note}" if note else "") + _size_notes(sizes),
+         {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy, "replace_note": note, **sizes,
           **({"unchanged": True} if ack.unchanged else {})})
     return 0
+
+def _change_sizes(kb, ack)->dict:
+    "`_size_notes`' figures for the new texts of an insert or update, read from the tree its pass committed (cached: no reload); {} when none is new."
+    t, new = kb.tree(), set(ack.ids) - set(ack.already_stored)
+    ix = [i for i, f in enumerate(t.facts) if f.id in new]
+    if not ix: return {}
+    return {"truncated_facts": int(t.truncated[ix].sum()) if t.truncated is not None else 0, "longest_fact_tokens": int(t.tokens[ix].max()),
+            "default_budget": kb.config(t).default_budget}
 
 # %% ../nbs/08_cli.ipynb #268a76ef
 def cmd_insert(args)->int:
