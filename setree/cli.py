@@ -342,7 +342,7 @@ def _after_failed(kb, what:str, ack)->bool:
     try: return kb.withdraw(ack.seq)
     except StoreError: return False
 
-# %% ../nbs/08_cli.ipynb #e46d319c
+# %% ../nbs/08_cli.ipynb #08b42bd5
 def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if rep is None: return f"queued; not applied yet (--defer): `setree maintain --db {db}` applies it" if db else "queued; not applied yet (--defer): `setree maintain` applies it"
     if rep == BUSY: return (f"{_queued_as(ack)}; not applied yet: another maintenance pass holds the store, and that pass or the next "
@@ -354,7 +354,9 @@ def _pass_line(rep:dict|str|None, ack=None, db=None)->str:
     if ack is not None and _idle(rep) and rep["applied_seq"] >= ack.seq:   # (its pass found nothing left)
         return f"applied: another process's maintenance pass applied it (seq {ack.seq}; applied_seq {rep['applied_seq']})"
     counts = f"{rep['inserted']} inserted, {rep['forgotten']} forgotten, {rep['updated']} updated"
-    return f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
+    return (f"pass: {f'full rebuild ({counts})' if rep['full_rebuild'] else counts}, {rep['resummarized']} summar{'y' if rep['resummarized'] == 1 else 'ies'} written, in {rep['seconds']:.2f} s"
+            + ("\nnote: another process still reads an older snapshot, so the old texts stay in the store's -wal file until it finishes: the next pass that "
+               "forgets or updates a fact, or the last process to close the store, empties it" if rep.get("old_texts_in_log") else ""))
 
 def _idle(rep:dict)->bool: return not (rep["inserted"] or rep["forgotten"] or rep["updated"] or rep["full_rebuild"])   # a pass that applied nothing
 

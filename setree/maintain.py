@@ -571,7 +571,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #67882db8
+# %% ../nbs/07b_maintain.ipynb #e47bff72
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -604,7 +604,7 @@ def maintain(self:KnowledgeBase)->dict:
             return report
         settle_phrase_stats(base, tree)
         if tree is not base and getattr(tree, "_pool", None) is not None: tree._pool.settle(base, tree)
-        if not _inserts_only(report): self._w.checkpoint()   # old texts out of the -wal file
+        if not _inserts_only(report) and not self._w.checkpoint(): report["old_texts_in_log"] = True   # (a reader of an older snapshot keeps them there)
         with self._cache_lock: self._cache = (tree._generation, tree)
         return report
 
