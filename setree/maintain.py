@@ -762,21 +762,27 @@ def _sub_graph(idx:np.ndarray, sim:np.ndarray, X:np.ndarray):
     from setree.cluster import knn_graph
     return knn_graph(_induced(idx, X), sim[X])
 
-# %% ../nbs/07b_maintain.ipynb #4d7e5be8
+# %% ../nbs/07b_maintain.ipynb #4c180150
 def _degrees(idx:np.ndarray, sim:np.ndarray,
              rows:np.ndarray|None=None, # optional (n,) bool: only these members' degrees are exact (from the edges touching them); None: all
             )->np.ndarray:
-    "Weighted degree of every member in the level's symmetrized kNN graph (the weights `setree.cluster.knn_graph` gives)."
+    """Weighted degree of every member in the level's symmetrized kNN graph (the weights `setree.cluster.knn_graph` gives): each row
+    summed in ascending column order, as scipy's sparse row sums add them (the whole level: `A.maximum(A.T).sum(1)`)."""
     import scipy.sparse as sp
     n, k = idx.shape
-    if rows is None: r, c, w = np.repeat(np.arange(n), k), idx.ravel(), sim.ravel().astype(np.float64)
-    else:   # a member's row of the symmetrized graph: its own list, and the lists naming it (only those entries, in the same order)
-        flat = idx.ravel(); e = np.flatnonzero(np.r_[rows, False][flat])   # (a -1 entry looks up the appended False)
-        e = np.union1d(e, (np.flatnonzero(rows)[:, None] * k + np.arange(k)).ravel())
-        r, c, w = e // k, flat[e], sim.ravel()[e].astype(np.float64)
-    keep = (c >= 0) & (w > 0)
-    A = sp.csr_matrix((w[keep], (r[keep], c[keep])), shape=(n, n))
-    return np.asarray(A.maximum(A.T).sum(1)).ravel()
+    if rows is None:
+        r, c, w = np.repeat(np.arange(n), k), idx.ravel(), sim.ravel().astype(np.float64); keep = (c >= 0) & (w > 0)
+        A = sp.csr_matrix((w[keep], (r[keep], c[keep])), shape=(n, n))
+        return np.asarray(A.maximum(A.T).sum(1)).ravel()
+    # a member's row of the symmetrized graph: its own list, and the lists naming it (a few thousand entries: sorted, no sparse matrix)
+    flat = idx.ravel(); e = np.flatnonzero(np.r_[rows, False][flat])   # (a -1 entry looks up the appended False)
+    e = np.union1d(e, (np.flatnonzero(rows)[:, None] * k + np.arange(k)).ravel())
+    r, c, w = e // k, flat[e], sim.ravel()[e].astype(np.float64)
+    keep = (c >= 0) & (w > 0); r, c, w = r[keep], c[keep], w[keep]
+    key, w = np.r_[r * n + c, c * n + r], np.r_[w, w]   # each edge from both ends: its weight the larger of the two
+    o = np.argsort(key, kind="stable"); key, w = key[o], w[o]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if len(key) else np.zeros(0, np.int64)
+    return np.bincount(key[first] // n, weights=np.maximum.reduceat(w, first) if len(first) else w, minlength=n)
 
 # %% ../nbs/07b_maintain.ipynb #06b1f839
 def _level_degrees(idx:np.ndarray, sim:np.ndarray, old:dict, pos:np.ndarray, rk:np.ndarray)->np.ndarray:
@@ -974,7 +980,7 @@ def _next_members(m:_Members, grp:tuple, old_next:dict|None, sums:_Sums, l:int, 
     s = np.argsort(keys, kind="stable")
     return _Members(keys[s], C[s], est[s], lev[s])
 
-# %% ../nbs/07b_maintain.ipynb #6c5b53df
+# %% ../nbs/07b_maintain.ipynb #77f5c628
 def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.ndarray, config, st:_Grow, next_key:int, l:int,
                keep:bool=False, # the member set is the committed one: keep its communities (no Leiden), only the kNN lists and centroids change
               ):
@@ -999,12 +1005,12 @@ def _one_level(m:_Members, chg:np.ndarray, old:dict, pos:np.ndarray, removed:np.
         lab = split_oversize(_sub_graph(idx, sim, X), np.arange(len(X)), lab, m.C[X], m.est[X], config.window_tokens, config.resolution,
                              config.seed, (_degrees(idx, sim) if keep else deg).sum() / 2)   # the whole level's weight: the split's resolution is scaled as in a build
     # a re-decided community with exactly its committed members keeps its label; any other gets a new one
-    comm, fresh = init.copy(), int(old["community"].max(initial=-1)) + 1
-    _, _, lo, lb = _groups(lab)
-    for a, z in zip(lb[:-1].tolist(), lb[1:].tolist()):
-        g = X[lo[a:z]]; c = init[g]
-        if c[0] >= 0 and (c == c[0]).all() and old_size[c[0]] == len(g): continue
-        comm[g] = fresh; fresh += 1
+    comm = init.copy()
+    if len(X):   # (per group of `lab`: its members' committed communities, lowest and highest; new labels in the groups' order)
+        _, gi, lo, lb = _groups(lab); c = init[X[lo]]; lo_c, hi_c = np.minimum.reduceat(c, lb[:-1]), np.maximum.reduceat(c, lb[:-1])
+        same_g = (lo_c >= 0) & (lo_c == hi_c) & (np.r_[old_size, 0][np.where(lo_c >= 0, lo_c, len(old_size))] == np.diff(lb))
+        moved = ~same_g[gi]
+        comm[X[moved]] = int(old["community"].max(initial=-1)) + 1 + (np.cumsum(~same_g) - 1)[gi[moved]]
     # parents: an unchanged community keeps its parent; a changed one reuses the key of the parent most of its members had
     u, inv, o, b = _groups(comm); size = np.diff(b); first = o[b[:-1]]
     old_par = np.where(pos >= 0, old["parents"][np.maximum(pos, 0)], -1)

@@ -269,7 +269,7 @@ def _node_rows(t:Tree, K:np.ndarray, sel):
                emb[i].tobytes(), None if ls is None or shared[i] else ls[i].tobytes(),
                None if v < N and len(q) == 1 and q[0] == v else _le(K[q], "quotes").tobytes())
 
-# %% ../nbs/07_store.ipynb #df693fb0
+# %% ../nbs/07_store.ipynb #b7faa010
 def _member_rows(t:Tree, K:np.ndarray, l:int, sel=None):
     "Rows of the `members` table for clustering level `l` (positions `sel` into its members, default all)."
     lv, N = t.levels[l], len(t.facts)
@@ -279,12 +279,11 @@ def _member_rows(t:Tree, K:np.ndarray, l:int, sel=None):
     sel = range(len(mem)) if sel is None else sel
     knk = np.zeros(knn.shape, np.int64); r = np.asarray(sel, np.int64)   # neighbours as row keys, for the rows written only
     if len(r): knk[r] = np.where(knn[r] >= 0, K[mem[np.maximum(knn[r], 0)]], -1)
-    sim = _le(lv.knn_sim, "knn_sim")
-    for i in sel:
-        m = mem[i]
-        shared = m < N and cen.dtype == emb.dtype and np.array_equal(cen[i], emb[m])
-        yield (l, int(K[m]), int(K[par[i]]) if par[i] >= 0 else -1, int(lv.community[i]), None if shared else cen[i].tobytes(),
-               _le(knk[i], "knn").tobytes(), sim[i].tobytes())
+    sim, mr = _le(lv.knn_sim, "knn_sim"), mem[r]
+    shared = (mr < N) & ((cen[r] == emb[mr]).all(1) if cen.dtype == emb.dtype and cen.shape[1:] == emb.shape[1:] else False)
+    pk = np.where(par[r] >= 0, K[np.maximum(par[r], 0)], -1).tolist()
+    for j, (i, k, c) in enumerate(zip(r.tolist(), K[mr].tolist(), np.asarray(lv.community, np.int64)[r].tolist())):
+        yield l, k, pk[j], c, None if shared[j] else cen[i].tobytes(), _le(knk[i], "knn").tobytes(), sim[i].tobytes()
 
 # %% ../nbs/07_store.ipynb #071db322
 def _fact_array_rows(t:Tree, K:np.ndarray, sel):
@@ -1143,15 +1142,17 @@ def _changed_facts(old:Tree, new:Tree, Kn, dirty_facts)->np.ndarray:
                     (old.truncated is None) != (new.truncated is None) or (new.truncated is not None and old.truncated[j] != new.truncated[i])
     return ch
 
-# %% ../nbs/07_store.ipynb #a8550836
+# %% ../nbs/07_store.ipynb #454347b9
 def _level_keys(t:Tree, K:np.ndarray, l:int)->np.ndarray: return K[np.asarray(t.levels[l].members, np.int64)]
 
-def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
+def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None,
+                     pos=None, # optional: `_align(_level_keys(old, Ko, l), _level_keys(new, Kn, l))`, when the caller has it
+                    )->np.ndarray:
     "(m,) bool: member rows of level `l` of `new` that differ from the stored ones; `redo`: keys of the only rows whose vectors may differ (None: compare them all)."
     lk = _level_keys(new, Kn, l)
     if l >= len(old.levels): return np.ones(len(lk), bool)
     a, b = old.levels[l], new.levels[l]
-    pos = _align(_level_keys(old, Ko, l), lk); ch = pos < 0
+    pos = _align(_level_keys(old, Ko, l), lk) if pos is None else pos; ch = pos < 0
     f = np.flatnonzero(~ch); p = pos[f]
     if np.shape(a.knn_idx)[1:] != np.shape(b.knn_idx)[1:]: return np.ones(len(lk), bool)
     pk = lambda lv, K: np.where(np.asarray(lv.parents) >= 0, K[np.maximum(np.asarray(lv.parents, np.int64), 0)], -1)
@@ -1165,7 +1166,19 @@ def _changed_members(old:Tree, Ko, new:Tree, Kn, l:int, redo=None)->np.ndarray:
     ch[f] |= (np.asarray(a.centroids)[p] != np.asarray(b.centroids)[f]).any(1)
     return ch
 
-# %% ../nbs/07_store.ipynb #948f561d
+# %% ../nbs/07_store.ipynb #e233510d
+_UPD_MEMBERS = "UPDATE members SET parent = ?, community = ?, centroid = ?, knn = ?, knn_sim = ? WHERE l = ? AND k = ?"
+
+def _write_members(con, rows, stored=None, # optional (len(rows),) bool: the rows whose (l, k) the store holds (None: none known)
+                  ):
+    "Write member rows (`_member_rows`): the stored ones by `UPDATE`, the others (and any stored one found missing) by `INSERT OR REPLACE`."
+    rows = list(rows); st = np.zeros(len(rows), bool) if stored is None else np.asarray(stored, bool)
+    up = [rows[i] for i in np.flatnonzero(st).tolist()]
+    if up and con.executemany(_UPD_MEMBERS, [(*r[2:], r[0], r[1]) for r in up]).rowcount != len(up):
+        con.executemany(_INS["members"], up)   # (a row the store should hold and does not: written whole)
+    con.executemany(_INS["members"], [rows[i] for i in np.flatnonzero(~st).tolist()])
+
+# %% ../nbs/07_store.ipynb #92e9be1d
 def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_members=None)->dict:
     "Write only the rows in which `new` differs from the stored `old` (rows matched by key). Returns rows written per table."
     Ko, Kn = _keys_of(old), _keys_of(new)
@@ -1184,11 +1197,13 @@ def _write_changes(con, old:Tree, new:Tree, dirty=None, dirty_facts=None, dirty_
     out.update(facts=int(len(cf)), nodes=int(len(cn)), members=0)
     con.execute("DELETE FROM members WHERE l >= ?", (len(new.levels),))
     for l in range(len(new.levels)):
-        if l < len(old.levels):
-            stale = _missing(_level_keys(old, Ko, l), _level_keys(new, Kn, l))
-            con.executemany("DELETE FROM members WHERE l = ? AND k = ?", ((l, int(k)) for k in stale))
-        cm = np.flatnonzero(_changed_members(old, Ko, new, Kn, l, None if dirty_members is None else dirty_members[l]))
-        con.executemany(_INS["members"], _member_rows(new, Kn, l, cm.tolist())); out["members"] += int(len(cm))
+        pos = None
+        if l < len(old.levels):   # (the level's keys aligned once: the stale rows are the old keys no new one found)
+            ok = _level_keys(old, Ko, l); pos = _align(ok, _level_keys(new, Kn, l))
+            seen = np.zeros(len(ok), bool); seen[pos[pos >= 0]] = True
+            con.executemany("DELETE FROM members WHERE l = ? AND k = ?", ((l, k) for k in np.unique(ok[~seen]).tolist()))
+        cm = np.flatnonzero(_changed_members(old, Ko, new, Kn, l, None if dirty_members is None else dirty_members[l], pos=pos))
+        _write_members(con, _member_rows(new, Kn, l, cm.tolist()), None if pos is None else pos[cm] >= 0); out["members"] += int(len(cm))
     out["array_chunks"] = _write_derived(con, new, old)
     return out
 
