@@ -853,7 +853,7 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #a455e941
+# %% ../nbs/08_cli.ipynb #ade3edea
 def cmd_export(args)->int:
     "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta). Raises `UsageError` for an --out that is the store or a directory."
     tree, path, state = _load_tree(args.db)
@@ -862,7 +862,10 @@ def cmd_export(args)->int:
     if args.out == "-": (sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else sys.stdout.write(data.decode("utf-8"))); return 0
     out = Path(args.out)
     if out.is_dir(): raise UsageError(f"--out {args.out} is a directory, not a file")
-    if out.exists() and out.resolve() == Path(path).resolve(): raise UsageError(f"--out {args.out} is the store itself; name another file")
+    store = Path(path).resolve()
+    if out.resolve() in {store, *(Path(f"{store}{x}") for x in ("-wal", "-shm", "-lock", "-journal"))}:
+        raise UsageError(f"--out {args.out} is the store itself or one of its side files; name another file")
+    if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}"); tmp.write_bytes(data); os.replace(tmp, out)   # (whole or not at all)
     print(f"exported {tree.n_facts} fact{'s' * (tree.n_facts != 1)} -> {out}", file=sys.stderr)
     return 0
