@@ -536,7 +536,7 @@ def _stopped_note(msg:str, ack, gone:bool|None=False)->int:
     if _JSON_ERRORS[0]: _print_json({**error_data(KeyboardInterrupt(), interrupted_code(), f"interrupted; {msg}"), **({"withdrawn": True} if gone else {"ack": ack.to_dict()})})
     return interrupted_code()
 
-# %% ../nbs/08_cli.ipynb #ef6fcdde
+# %% ../nbs/08_cli.ipynb #d2b230ad
 def _remove_new_store(kb, ours:int|None=None # the seq of this command's change, which may still be queued
                      )->bool:
     "Close `kb` and delete its files (the store, `-wal`, `-shm`, `-lock`) if it holds no fact, no tree and no queued change but `ours`; True if removed."
@@ -563,8 +563,10 @@ def _no_tables(p:Path)->bool:
         with contextlib.closing(sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)) as con: return con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
     except sqlite3.Error: return False
 
+_SIDE_FILES = ("-wal", "-shm", "-lock")   # what SQLite (the log, its index) and the pass lock keep beside a store file
+
 def _unlink_store(p:Path):
-    for suffix in ("", "-wal", "-shm", "-lock"): Path(f"{p}{suffix}").unlink(missing_ok=True)
+    for suffix in ("", *_SIDE_FILES): Path(f"{p}{suffix}").unlink(missing_ok=True)
 
 # %% ../nbs/08_cli.ipynb #4889d5e9
 @contextlib.contextmanager
@@ -853,7 +855,7 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #ade3edea
+# %% ../nbs/08_cli.ipynb #5609ed9c
 def cmd_export(args)->int:
     "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta). Raises `UsageError` for an --out that is the store or a directory."
     tree, path, state = _load_tree(args.db)
@@ -863,7 +865,7 @@ def cmd_export(args)->int:
     out = Path(args.out)
     if out.is_dir(): raise UsageError(f"--out {args.out} is a directory, not a file")
     store = Path(path).resolve()
-    if out.resolve() in {store, *(Path(f"{store}{x}") for x in ("-wal", "-shm", "-lock", "-journal"))}:
+    if out.resolve() in {store, *(Path(f"{store}{x}") for x in _SIDE_FILES)}:
         raise UsageError(f"--out {args.out} is the store itself or one of its side files; name another file")
     if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}"); tmp.write_bytes(data); os.replace(tmp, out)   # (whole or not at all)

@@ -738,14 +738,13 @@ def _stops_on_the_loop(loop, # the running asyncio event loop
     finally:
         for s in ours: loop.remove_signal_handler(s); signal.signal(s, old[s])
 
-# %% ../nbs/08b_server.ipynb #43b13ab0
+# %% ../nbs/08b_server.ipynb #1e16a542
 async def serve_stdio(app:MemoryServer # the started knowledge base server
                      ):
     """Serve MCP on this process's stdin/stdout until the client closes stdin. The transport is the SDK's stdio one, except
     that each line is parsed once, here (`read_message`), and what the SDK would drop without an answer is answered.
-    A stop signal (`_stops_on_the_loop`) ends it too: raises `KeyboardInterrupt` once every task has ended."""
+    A stop signal (`_stops_on_the_loop`) ends it too: once every task has ended, the signal is raised again for its previous handler."""
     import asyncio
-    from setree.cli import _STOPPED_BY
     server, got = make_server(app), []
     def stop(signum): got.append(signum); scope.cancel()
     with anyio.CancelScope() as scope, _stops_on_the_loop(asyncio.get_running_loop(), stop), _own_stdin() as fd_in, _own_stdout() as fd_out:
@@ -768,7 +767,7 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
             tg.start_soon(reader); tg.start_soon(writer); tg.start_soon(watch)
             async with write: await server.run(read, write, server.create_initialization_options())
             tg.cancel_scope.cancel()   # the client closed stdin: the watcher ends too
-    if got: _STOPPED_BY[0] = got[0]; raise KeyboardInterrupt(signal.Signals(got[0]).name)
+    if got: signal.raise_signal(got[0])   # the tasks have ended: the signal goes to the handler it had before (the CLI's raises KeyboardInterrupt)
     if app.writer.damaged is not None: raise app.writer.damaged
 
 # %% ../nbs/08b_server.ipynb #0e05e149
