@@ -270,7 +270,7 @@ def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
     try: return Ack(self._enqueue("update", {"id": f.id, "text": f.text, "at": _now()}, check), "update", [f.id])
     except _Unchanged as u: return Ack(u.seq, "update", [f.id], already_stored=[f.id], already_queued=check.queued)
 
-# %% ../nbs/07b_maintain.ipynb #94e31d7f
+# %% ../nbs/07b_maintain.ipynb #56f78a6e
 @patch
 def build(self:KnowledgeBase, facts, # the whole new knowledge base (anything `insert` accepts; an empty list: an empty KB)
           replace:bool=False, # required when the knowledge base holds facts: they are all deleted
@@ -282,7 +282,9 @@ def build(self:KnowledgeBase, facts, # the whole new knowledge base (anything `i
         n = view.count()
         pending = " (counting changes queued and not applied yet, which the next pass applies)" if view.queued else ""
         if n and not replace: raise ValueError(f"the knowledge base already holds {n} facts{pending}; build with replace=True to delete them and build anew")
-    return Ack(self._enqueue("build", {"facts": [_fact_dict(f) for f in kept]}, check, replaces=replace), "build", ids, merged=merged)
+    payload = {"facts": [_fact_dict(f) for f in kept]}
+    if self._embedder is not None: payload["embedder"] = self._embedder.identity   # (the pass that applies it embeds with this one, whichever process runs it)
+    return Ack(self._enqueue("build", payload, check, replaces=replace), "build", ids, merged=merged)
 
 @patch
 def reset(self:KnowledgeBase, confirm:bool=False # must be True: every fact is deleted
@@ -302,7 +304,7 @@ def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
 
-# %% ../nbs/07b_maintain.ipynb #ca91c353
+# %% ../nbs/07b_maintain.ipynb #1c4b9942
 @dataclass
 class _Plan:
     "The facts after applying queued mutations to the committed ones."
@@ -316,6 +318,7 @@ class _Plan:
     ids: frozenset = None  # the ids of `facts`, when known (the next pass starts from it; a set or a `_Layered`)
     prefix: int = None     # when known: how many leading facts are the committed Fact objects at their committed positions (`_same_prefix`)
     rebuild: tuple = None  # (seq, op) of the last build or reset replayed, if any
+    embedder: str = None   # the identity of the embedder that build was queued with, if it says
     dropped: int = 0       # facts queued by inserts before that build or reset (acknowledged, never applied): it replaced them too
 
 # %% ../nbs/07b_maintain.ipynb #c1d51f34
@@ -360,7 +363,7 @@ def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
     return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
                  set(), False, dict(inserted=k, forgotten=0, updated=0), _Layered(under, norms), _Layered(base._ids, ids), N)   # (keys ascending: every committed fact in place)
 
-# %% ../nbs/07b_maintain.ipynb #75bdee9e
+# %% ../nbs/07b_maintain.ipynb #c79bf712
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
                   )->_Plan:
@@ -370,10 +373,10 @@ def plan_mutations(base:Tree, # the committed tree
     state = {f.id: [f, int(k), False] for f, k in zip(base.facts, K[:base.n_facts])}
     norms = _norm_ids(base)
     full, gone, c = False, set(), dict(inserted=0, forgotten=0, updated=0)
-    rebuild, queued, dropped = None, set(), 0   # (queued: ids an insert queued since the last build or reset)
+    rebuild, emb, queued, dropped = None, None, set(), 0   # (queued: ids an insert queued since the last build or reset)
     for seq, op, p in entries:
         if op in ("build", "reset"):
-            gone |= {i for i, s in state.items() if s[1] >= 0}; rebuild = (int(seq), op)
+            gone |= {i for i, s in state.items() if s[1] >= 0}; rebuild, emb = (int(seq), op), p.get("embedder")
             dropped += len(queued & state.keys()); queued = set()
             state, norms, full = {}, {}, True
             for d in p.get("facts", []): state[d["id"]] = [Fact(d["id"], d["text"], d.get("meta") or {}), -1, True]; norms[norm_text(d["text"])] = d["id"]
@@ -399,7 +402,7 @@ def plan_mutations(base:Tree, # the committed tree
                                f"wrote it; upgrade setree, or take it back with KnowledgeBase(path).withdraw({seq}) (the other queued changes stay)")
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
     return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms,
-                 rebuild=rebuild, dropped=dropped)
+                 rebuild=rebuild, dropped=dropped, embedder=emb)
 
 # %% ../nbs/07b_maintain.ipynb #a5cefdf3
 from .embed import MemoEmbedder
@@ -571,7 +574,7 @@ def settle_phrase_stats(base:Tree, tree:Tree):
         from setree.summarize import TermStats
         tree._phrase_stats, base._phrase_stats = TermStats(ps.n, ps.df.settle()), None
 
-# %% ../nbs/07b_maintain.ipynb #e47bff72
+# %% ../nbs/07b_maintain.ipynb #27d1b74a
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
@@ -591,7 +594,7 @@ def maintain(self:KnowledgeBase)->dict:
         report = _report(upto, started, plan)
         try:
             tree, info = self._run_pass(base, plan)
-            dirty, dirty_facts = info.pop("_dirty", None), info.pop("_dirty_facts", None)
+            dirty, dirty_facts, used = info.pop("_dirty", None), info.pop("_dirty_facts", None), info.pop("_embedder", None)
             report.update(info)
             report["seconds"] = round(time.perf_counter() - t0, 4)
             report["rows"] = self._w.commit_pass(base, tree, upto, report, dirty=dirty, dirty_facts=dirty_facts, full=report["full_rebuild"],
@@ -603,6 +606,7 @@ def maintain(self:KnowledgeBase)->dict:
             except StoreError: pass
             return report
         settle_phrase_stats(base, tree)
+        if used is not None and used is not self._embedder: self._embedder = used   # (a build queued with another embedder: the store holds its vectors now)
         if tree is not base and getattr(tree, "_pool", None) is not None: tree._pool.settle(base, tree)
         if not _inserts_only(report) and not self._w.checkpoint(): report["old_texts_in_log"] = True   # (a reader of an older snapshot keeps them there)
         with self._cache_lock: self._cache = (tree._generation, tree)
@@ -625,7 +629,7 @@ def pass_error(e:Exception)->str:
     "A failed pass's `error`: a store's own message as it is (it names the store and what failed, a full disk say); any other error with its type."
     return str(e) if isinstance(e, StoreError) else f"{type(e).__name__}: {e}"
 
-# %% ../nbs/07b_maintain.ipynb #b9d35779
+# %% ../nbs/07b_maintain.ipynb #110ff140
 @patch
 def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     "The new tree for `plan` and the report fields; a full rebuild when a build/reset was queued or the base has no clustering state."
@@ -634,8 +638,9 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     summ = _CountingSummarizer(self._summarizer or ExtractiveSummarizer())
     if not (plan.counts["inserted"] or plan.counts["forgotten"] or plan.counts["updated"] or plan.full):
         return base, dict(_dirty=np.zeros(base.n_nodes, bool), _dirty_facts=np.zeros(base.n_facts, bool))
-    grow = can_grow(base, plan, self.embedder(), config)
-    emb = _CachedEmbedder(self.embedder(), base, facts=not grow)
+    inner = self._pass_embedder(plan)
+    grow = can_grow(base, plan, inner, config)
+    emb = _CachedEmbedder(inner, base, facts=not grow)
     next_key = int(self._w._txn(lambda con: _meta(con).get("next_key", "0"), write=False))
     if grow:
         tree, needs, dirty = incremental_pass(base, plan, emb, summ, config, next_key, stored=lambda: self._w.phrase_stats(base._generation))
@@ -646,7 +651,21 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     tree._keys = next_key + np.arange(tree.n_nodes, dtype=np.int64)
     seq, op = plan.rebuild or (None, None)
     return tree, dict(full_rebuild=True, levels_touched=len(tree.levels), summarizer_calls=summ.calls, resummarized=summ.calls,
-                      fallbacks=summ.fallbacks, replaced=base.n_facts + plan.dropped if plan.full else 0, rebuild_seq=seq, rebuild_op=op)
+                      fallbacks=summ.fallbacks, replaced=base.n_facts + plan.dropped if plan.full else 0, rebuild_seq=seq, rebuild_op=op, _embedder=inner)
+
+# %% ../nbs/07b_maintain.ipynb #11a27c5e
+@patch
+def _pass_embedder(self:KnowledgeBase, plan:_Plan):
+    """The embedder of a pass: the knowledge base's, except for a queued build that names another (`setree.embed.embedder_for` it).
+    Raises `ValueError` when no setree embedder has that identity (the pass fails; the build stays queued)."""
+    want, have = plan.embedder, self.embedder()
+    if not plan.full or not want or want == have.identity: return have
+    from setree.embed import embedder_for
+    e = embedder_for(want)
+    if e.identity == want: return e
+    seq = (plan.rebuild or (None,))[0]
+    raise ValueError(f"the build queued as seq {seq} asks for the embedder {want!r}, which no setree embedder is: apply it in a process that opens "
+                     f"the knowledge base with that embedder (KnowledgeBase(path, embedder=...)), or take it back with withdraw({seq})")
 
 # %% ../nbs/07b_maintain.ipynb #49f78026
 def can_grow(base:Tree, plan:_Plan, embedder, config)->bool:
