@@ -42,17 +42,17 @@ def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseco
 
 def _fact_dict(f:Fact)->dict: return {"id": f.id, "text": f.text, "meta": f.meta}
 
-# %% ../nbs/07b_maintain.ipynb #672b8f9a
+# %% ../nbs/07b_maintain.ipynb #2271ac74
 class _View:
     "The facts as they will be once the queue is applied, for validating a new mutation inside its transaction."
     def __init__(self, con, applied:int):
         self.con, self.base, self.over, self.queued = con, True, {}, 0   # over: id -> text (None: forgotten) from queued mutations; queued: how many
-        self.seqs = {}   # id -> the seq of the queued change that gave it its text
+        self.seqs, self.gone = {}, {}   # id -> the seq of the queued change that gave it its text; id -> the seq of the queued forget of it
         for seq, op, payload in con.execute("SELECT seq, op, payload FROM queue WHERE seq > ? ORDER BY seq", (applied,)):
             p = json.loads(payload); self.queued += 1
             if op in ("build", "reset"): self.base, self.over = False, {f["id"]: f["text"] for f in p.get("facts", [])}; self.seqs = dict.fromkeys(self.over, seq)
             elif op == "insert": self.over.update({f["id"]: f["text"] for f in p["facts"]}); self.seqs.update({f["id"]: seq for f in p["facts"]})
-            elif op == "forget": self.over.update(dict.fromkeys(p["ids"]))
+            elif op == "forget": self.over.update(dict.fromkeys(p["ids"])); self.gone.update(dict.fromkeys(p["ids"], seq))
             elif op == "update": self.over[p["id"]] = p["text"]; self.seqs[p["id"]] = seq
         self.seqs = {i: q for i, q in self.seqs.items() if self.over.get(i) is not None}   # (not a forgotten one)
         self.norms = {norm_text(t): i for i, t in self.over.items() if t is not None}
@@ -248,19 +248,22 @@ def forget(self:KnowledgeBase, ids # one fact id, or a list of them
         if unknown: raise ValueError(_unknown_ids(unknown))
     return Ack(self._enqueue("forget", {"ids": ids}, check), "forget", ids)
 
-# %% ../nbs/07b_maintain.ipynb #1d9459d7
+# %% ../nbs/07b_maintain.ipynb #ade4cea6
 @patch
 def update(self:KnowledgeBase, id:str, # the fact to change; it keeps this id
            text:str, # the new text (validated like any fact)
           )->Ack:
     """Queue a new text for fact `id`; the fact's metadata records when (`updated_at`, ISO time). The fact's own text (whitespace aside) queues
-    nothing: the ack lists `id` in `already_stored`. Raises `ValueError` for an unknown id, a blank text, or a text another fact holds."""
+    nothing: the ack lists `id` in `already_stored`. Raises `ValueError` for an unknown id, a fact whose forget is queued, a blank text, or a text another fact holds."""
     if not isinstance(id, str): raise TypeError(f"fact ids must be strings; got {id!r} ({type(id).__name__})")
     _check_id(id)
     try: f = Fact(id, as_facts([{"text": text}])[0].text, {})   # the id is checked above: a stored id keeps working whatever its form
     except (TypeError, ValueError) as e: raise type(e)(f"update of {id!r}: {str(e).removeprefix('fact 0: ').removesuffix(' at index [0]')}") from None
     def check(view):
-        if view.text(f.id) is None: raise ValueError(_unknown_ids([f.id]))
+        if view.text(f.id) is None:
+            if f.id in view.gone:   # (its forget queued, not applied yet: not unknown, but going)
+                raise ValueError(f"fact {f.id!r} is to be forgotten by a change queued as seq {view.gone[f.id]} (not applied yet), so it cannot be updated: insert the new text as a new fact instead")
+            raise ValueError(_unknown_ids([f.id]))
         other = view.id_of(f.text)
         if other is not None and other != f.id: raise ValueError(f"fact {other!r} already holds this text; forget {f.id!r} instead")
         queued = {f.id: view.seqs[f.id]} if f.id in view.seqs else {}   # its text queued by an earlier change, not applied yet
