@@ -16,6 +16,17 @@ from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 __all__ = ['CONFIG_RANGES', 'Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree',
            'has_text_id', 'unique_facts', 'build_tree', 'tree_shape']
 
+# %% ../nbs/05_build.ipynb #aec15db5
+def _names(keys)->str: return ", ".join(map(json.dumps, keys))   # keys as JSON writes them: "a", "b"
+
+def _did_you_mean(unknown:list, known)->str:
+    "' (did you mean \"k\"?)' for the first unknown key with a close known one (difflib's ratio >= 0.6), else ''."
+    import difflib
+    for u in unknown:
+        m = difflib.get_close_matches(u, sorted(known), n=1)
+        if m: return f" (did you mean {json.dumps(m[0])}?)"
+    return ""
+
 # %% ../nbs/05_build.ipynb #5106d318
 @dataclass(frozen=True)
 class Config:
@@ -63,7 +74,7 @@ class Config:
         names = {f.name for f in fields(cls)}
         if "min_score" in d and d["min_score"] is None: d = {**d, "min_score": -math.inf}  # JSON has no -inf: null means none
         unknown = sorted(set(d) - names)
-        if unknown: raise ValueError(f"config: unknown key(s) {unknown}; known: {sorted(names)}")
+        if unknown: raise ValueError(f"config: unknown key(s) {_names(unknown)}{_did_you_mean(unknown, names)}; known: {_names(sorted(names))}")
         return cls(**d)
 
     @classmethod

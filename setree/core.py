@@ -122,7 +122,7 @@ def _raw_fact(i, item):
     if isinstance(item, str): return None, item, {}
     if isinstance(item, dict):
         unknown = set(item) - {"id", "text", "meta"}
-        if unknown: raise ValueError(f"fact {i}: unknown key(s) {sorted(unknown)}; expected 'text', optional 'id' and 'meta'")
+        if unknown: raise ValueError(f"fact {i}: unknown key(s) {', '.join(map(json.dumps, sorted(unknown)))}; expected 'text', optional 'id' and 'meta'")
         if "text" not in item: raise ValueError(f"fact {i}: missing 'text'")
         return item.get("id"), item["text"], item.get("meta")
     if isinstance(item, (tuple, list)) and len(item) in (2, 3):
