@@ -410,7 +410,7 @@ def _retrieve_text(c, note:str|None=None # `queued_note` of the changes waiting 
 
 SERVER_WAY = "the server's background pass applies {them} (the `maintain` tool applies {them} now and waits for it)"   # `queued_note`'s way here
 
-# %% ../nbs/08b_server.ipynb #7e3ff8f2
+# %% ../nbs/08b_server.ipynb #f7762f0c
 class MemoryServer:
     "One knowledge base behind the MCP tools: validation, the single writer, results for an LLM and for programs."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`, open for writing
@@ -435,6 +435,8 @@ class MemoryServer:
         "Stop the writer (after at most `drain_s` seconds of a due pass) and close the knowledge base (left to the process's exit while a pass still runs)."
         self.writer.stop(drain_s)
         if self.worker: self.worker.close()
+        try: self.left_queued = self.kb.queue_state()["pending"]   # (what the stop leaves for the next start, said by `_exit_soon`)
+        except Exception: self.left_queued = None
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
 # %% ../nbs/08b_server.ipynb #78eaeb21
@@ -835,16 +837,20 @@ def _start_worker(path:Path, spec:dict, kb)->PassWorker:
         raise
     return worker
 
-# %% ../nbs/08b_server.ipynb #adb0b10e
-def _exit_soon(app, code:int, wait_s:float=5.0):
-    "Close `app` (in a helper thread, at most `wait_s` seconds), flush the output and end the process with `code`: a stopped server never hangs."
+# %% ../nbs/08b_server.ipynb #5b53daf0
+def _exit_soon(app, code:int, line:str, wait_s:float=5.0):
+    """Close `app` (in a helper thread, at most `wait_s` seconds), print `line` on stderr (with how many changes stay queued when any do and
+    the close got to count them), flush the output and end the process with `code`: a stopped server never hangs."""
     t = threading.Thread(target=app.close, name="setree-close", daemon=True); t.start(); t.join(wait_s)
+    n = getattr(app, "left_queued", None)
+    if n: line += f"; {n} queued change(s) not applied yet stay queued: the next start (or `setree maintain --db {app.kb.path}`) applies them"
+    print(line, file=sys.stderr)
     for f in (sys.stdout, sys.stderr):
         try: f.flush()
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #1351c974
+# %% ../nbs/08b_server.ipynb #370294fb
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 128 + the signal's number when stopped (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 1 otherwise (a damaged store, at start or while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
@@ -859,10 +865,10 @@ def cmd_serve(args # parsed `add_serve_args` arguments
     except (UsageError, StoreError) as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1 if isinstance(e, StoreDamaged) else 2
     except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); return interrupted_code()
     try: _serve(app)
-    except KeyboardInterrupt: print(INTERRUPTED, file=sys.stderr); _exit_soon(app, interrupted_code())
+    except KeyboardInterrupt: _exit_soon(app, interrupted_code(), INTERRUPTED)
     except StoreError as e: print(f"setree serve: error: {one_line(e)}", file=sys.stderr); return 1   # a store found damaged while serving (its message says so): a store failure, exit 1 as for every command
     except (Exception, BaseExceptionGroup) as e:
-        if stopped(e): print(INTERRUPTED, file=sys.stderr); _exit_soon(app, interrupted_code())   # a stop signal that struck inside a task
+        if stopped(e): _exit_soon(app, interrupted_code(), INTERRUPTED)   # a stop signal that struck inside a task
         if not isinstance(e, Exception): raise
         log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
     finally: app.close()

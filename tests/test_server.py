@@ -12,6 +12,7 @@ from mcp.shared.exceptions import MCPError
 FACTS = ["the user writes C++20", "the user prefers dark mode", "the user lives near a lake", "the user grows tomatoes",
          "the user has a cat named Miso", "the user builds with CMake"]
 SERVE = [sys.executable, "-m", "setree.server"]
+SETREE = [sys.executable, "-c", "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"]   # the `setree` command
 
 def serve_args(db, *extra, embedder="hashing", quiet_ms=100):
     return ["--db", str(db), *(["--embedder", embedder] if embedder else []), "--quiet-ms", str(quiet_ms), "--poll-ms", "300", *map(str, extra)]
@@ -630,3 +631,23 @@ def test_repeated_texts_stored_ids_and_refused_ids_agree_with_the_cli(tmp_path):
             msg = await refused(s, "insert", facts=[{"id": "x1", "text": "a"}, {"id": "x1", "text": "b"}])
             assert 'duplicate fact id(s): ["x1"]' in msg, msg
     run(go)
+
+def test_a_stop_says_how_many_changes_stay_queued(tmp_path):
+    "SIGTERM while another process's change waits for the server's next pass: the one line says it stays queued, and the next start applies it."
+    db = tmp_path / "kb.db"
+    subprocess.run([*SETREE, "build", "-", "--db", str(db), "--embedder", "hashing"], input="\n".join(FACTS), text=True, check=True, capture_output=True)
+    state = {}
+    def queued(p, e):   # serving: queue one fact from another process, not applied (the server waits a minute of quiet before its pass)
+        if not serving(p, e): return False
+        if not state:
+            state["r"] = subprocess.run([*SETREE, "insert", "-", "--db", str(db), "--defer"], input="the user keeps bees\n",
+                                        text=True, capture_output=True, timeout=120)
+        return True
+    code, err = _ctrl_c(serve_args(db, quiet_ms=60_000), queued, tmp_path, sig=signal.SIGTERM, group=False)
+    assert state["r"].returncode == 0, state["r"].stderr
+    assert (code, err.strip().splitlines()[-1]) == (143, "setree serve: interrupted; 1 queued change(s) not applied yet stay queued: the next start "
+                                                    f"(or `setree maintain --db {db}`) applies them"), (code, err)
+    r = subprocess.run([*SETREE, "maintain", "--db", str(db)], text=True, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([*SETREE, "stats", "--db", str(db), "--json"], text=True, capture_output=True, timeout=120)
+    assert (json.loads(r.stdout)["facts"], json.loads(r.stdout)["pending"]) == (len(FACTS) + 1, 0), r.stdout
