@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'lone_surrogate', 'fact_items',
+__all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'not_text', 'fact_items',
            'fact_ids', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
            'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app',
            'cmd_serve', 'stopped', 'main']
@@ -107,18 +107,19 @@ def tool_list()->list[mt.Tool]:
     "The tools as the SDK's `Tool` objects, in the order above."
     return [mt.Tool(name=n, description=d, input_schema=s) for n, (d, s) in TOOLS.items()]
 
-# %% ../nbs/08b_server.ipynb #def81f69
+# %% ../nbs/08b_server.ipynb #f13ea728
 class InvalidParams(ValueError):
     "Arguments a tool refuses; sent as a JSON-RPC invalid-params error (-32602) whose message names the problem."
 
-def lone_surrogate(x, # any JSON value (str, list, dict, number, ...)
-                   path:str="", # where `x` sits, for the message
-                  )->str|None: # the path of the first string that is not valid Unicode, or None
-    "Find a string holding a lone surrogate (it cannot be encoded as UTF-8) anywhere in a JSON value."
-    if isinstance(x, str): return (path or "value") if unicode_problem(x) else None
+def not_text(x, # any JSON value (str, list, dict, number, ...)
+             path:str="", # where `x` sits, for the message
+            )->str|None: # 'PATH is <what is wrong>' for the first string UTF-8 cannot encode, or None
+    """Find a string UTF-8 cannot encode anywhere in a JSON value: a lone surrogate (a `\\ud83d` escape), or bytes of the line that were not
+    UTF-8 (kept as U+DC80..U+DCFF by the reader); each said in its own words (`setree.core.unicode_problem`)."""
+    if isinstance(x, str): return f"{path or 'value'} is {p}" if (p := unicode_problem(x)) else None
     items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
     for k, v in items:
-        p = lone_surrogate(v, f"{path}.{k}" if isinstance(k, str) else f"{path}[{k}]")
+        p = not_text(v, f"{path}.{k}" if isinstance(k, str) else f"{path}[{k}]")
         if p: return p.lstrip(".")
     return None
 
@@ -168,7 +169,7 @@ def _budget(v):
 _CHECKS = {"retrieve": {"budget": _budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
            "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}, "forget": {"ids": fact_ids}}
 
-# %% ../nbs/08b_server.ipynb #98773d65
+# %% ../nbs/08b_server.ipynb #735b93c6
 def check_arguments(name:str, # the tool's name
                     arguments, # the call's arguments (a dict, or None for none)
                    )->dict: # the arguments, unchanged
@@ -183,9 +184,9 @@ def check_arguments(name:str, # the tool's name
                                             "(the knowledge base is fixed when the server starts)"))
     missing = [k for k in schema["required"] if k not in args]
     if missing: raise InvalidParams(in_json(f"{name}: missing required argument(s) {missing}"))
-    try: p = lone_surrogate(args)
+    try: p = not_text(args)
     except RecursionError: raise InvalidParams(f"{name}: the arguments are nested too deeply") from None
-    if p: raise InvalidParams(f"{p} is not valid Unicode (lone surrogate)")   # first: a lone surrogate is not text, whatever else it is
+    if p: raise InvalidParams(p)   # first: what is not text is refused as such, whatever else it is
     for k, check in _CHECKS.get(name, {}).items():
         if k in args:
             try: check(args[k])
@@ -600,7 +601,7 @@ def _call_refusal(msg:dict, full:bool=False)->str|None:
         except InvalidParams as e: return str(e)
     return None
 
-# %% ../nbs/08b_server.ipynb #6f500977
+# %% ../nbs/08b_server.ipynb #3304c2b5
 def read_message(line:str # one line from the client, decoded with errors='surrogateescape'
                 ): # `JSONRPCMessage` for the SDK, `JSONRPCError` to send back, or None (nothing to answer)
     """Parse one client line, once: the message for the SDK, or the error the caller gets instead of silence. JSON that is
@@ -625,10 +626,10 @@ def read_message(line:str # one line from the client, decoded with errors='surro
     request = "method" in msg and not notification
     try:
         if request and msg["method"] == "tools/call" and (why := _call_refusal(msg)): return _error(msg["id"], mt.INVALID_PARAMS, why)
-        if _SUSPECT.search(line) and (where := lone_surrogate(msg)):   # rare: a \ud8.. escape or undecodable bytes on the line
+        if _SUSPECT.search(line) and (where := not_text(msg)):   # rare: a \ud8.. escape or undecodable bytes on the line
             if not request: return None
             why = _call_refusal(msg, full=True) if msg["method"] == "tools/call" else None
-            return _error(msg["id"], mt.INVALID_PARAMS, why or f"{where} is not valid Unicode (lone surrogate)")
+            return _error(msg["id"], mt.INVALID_PARAMS, why or where)
         return mt.jsonrpc_message_adapter.validate_python(msg, by_name=False)
     except (ValidationError, RecursionError):
         return None if notification else _error(_valid_id(msg), mt.INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message, or nested too deeply")
