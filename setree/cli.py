@@ -855,7 +855,7 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #5609ed9c
+# %% ../nbs/08_cli.ipynb #3425ec5c
 def cmd_export(args)->int:
     "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta). Raises `UsageError` for an --out that is the store or a directory."
     tree, path, state = _load_tree(args.db)
@@ -869,7 +869,8 @@ def cmd_export(args)->int:
         raise UsageError(f"--out {args.out} is the store itself or one of its side files; name another file")
     if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}"); tmp.write_bytes(data); os.replace(tmp, out)   # (whole or not at all)
-    print(f"exported {tree.n_facts} fact{'s' * (tree.n_facts != 1)} -> {out}", file=sys.stderr)
+    if getattr(args, "json", False): _out(args, None, {"exported": tree.n_facts, "out": str(out.resolve())})
+    else: print(f"exported {tree.n_facts} fact{'s' * (tree.n_facts != 1)} -> {out}", file=sys.stderr)
     return 0
 
 # %% ../nbs/08_cli.ipynb #bc7de983
@@ -1052,11 +1053,11 @@ class _Parser(argparse.ArgumentParser):
         if _JSON_ERRORS[0]: _print_json(error_data(UsageError(message), 2))
         super().error(message)
 
-# %% ../nbs/08_cli.ipynb #5228e5bc
-def _common(sp, config:bool=True):
+# %% ../nbs/08_cli.ipynb #adf010b5
+def _common(sp, config:bool=True, json_help:str="machine-readable output"):
     "--db, --json and (unless `config` is False) --config."
     sp.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
-    sp.add_argument("--json", action="store_true", help="machine-readable output")
+    sp.add_argument("--json", action="store_true", help=json_help)
     if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG)")
 
 def _summarizer_args(sp):
@@ -1105,11 +1106,11 @@ def _change_parsers(sub):
     _change_parser(sub, "maintain", "apply every queued change now, in one pass")
     _common(sub.add_parser("compact", help="rewrite the store file without unused space (no old copy of a forgotten text stays in it)"), config=False)
 
-# %% ../nbs/08_cli.ipynb #a04b90a9
+# %% ../nbs/08_cli.ipynb #fe7965d8
 def _read_parsers(sub):
     s = sub.add_parser("stats", help="what the store holds"); _common(s, config=False)
     x = sub.add_parser("export", help="the applied facts as JSON lines (id, text, meta), as `setree build` reads them back")
-    x.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
+    _common(x, config=False, json_help="errors, and with --out the result ({exported, out}), as JSON on stdout")
     x.add_argument("--out", default="-", help="the file to write (replaced whole, never half-written); default - (stdout)")
     i = sub.add_parser("inspect", help="the tree as an outline", description="The tree as an indented outline, one line per node, after a "
                        "legend line: L = level, n = facts under a summary, f = its faithfulness (-100 to 100), t = tokens.")
