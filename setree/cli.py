@@ -855,22 +855,40 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #3425ec5c
+# %% ../nbs/08_cli.ipynb #89452cc4
+def _write_whole(arg:str, # the --out given
+                 data:bytes, # what the file is to hold
+                 store:Path, # the store file, resolved (never overwritten, nor its side files)
+                )->Path: # the file written (a symbolic link resolved)
+    "Replace the regular file `arg` names with `data` in one rename. Raises `UsageError` for what cannot or must not be replaced, `OSError` (its message naming `arg`) when the write fails."
+    dst = Path(arg).resolve()
+    if dst.is_dir(): raise UsageError(f"--out {arg} is a directory, not a file")
+    if dst.exists() and not dst.is_file(): raise UsageError(f"--out {arg} is not a regular file (a device, pipe or socket): name a file, or write to standard output with --out -")
+    if dst in {store, *(Path(f"{store}{x}") for x in _SIDE_FILES)}: raise UsageError(f"--out {arg} is the store itself or one of its side files; name another file")
+    if not dst.parent.is_dir(): raise UsageError(f"--out {arg}: directory {dst.parent} does not exist")
+    mode = dst.stat().st_mode & 0o7777 if dst.exists() else None
+    if mode is not None and not mode & 0o222: raise UsageError(f"--out {arg} is read-only (mode {mode:04o}): make it writable, or name another file")
+    tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_bytes(data)
+        if mode is not None: os.chmod(tmp, mode)
+        os.replace(tmp, dst)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, PermissionError): raise UsageError(f"--out {arg}: this user cannot write in directory {dst.parent}; name a file in another directory") from None
+        raise OSError(f"cannot write --out {arg}: {e.strerror or e}; nothing was written") from None
+    return dst
+
+# %% ../nbs/08_cli.ipynb #11e67742
 def cmd_export(args)->int:
-    "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta). Raises `UsageError` for an --out that is the store or a directory."
+    "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta), written by `_write_whole`."
     tree, path, state = _load_tree(args.db)
     _queued(args, state)   # (changes still queued are not in it: said on stderr)
     data = "".join(json.dumps({"id": f.id, "text": f.text, **({"meta": f.meta} if f.meta else {})}, ensure_ascii=False) + "\n" for f in tree.facts).encode("utf-8")
     if args.out == "-": (sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else sys.stdout.write(data.decode("utf-8"))); return 0
-    out = Path(args.out)
-    if out.is_dir(): raise UsageError(f"--out {args.out} is a directory, not a file")
-    store = Path(path).resolve()
-    if out.resolve() in {store, *(Path(f"{store}{x}") for x in _SIDE_FILES)}:
-        raise UsageError(f"--out {args.out} is the store itself or one of its side files; name another file")
-    if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}"); tmp.write_bytes(data); os.replace(tmp, out)   # (whole or not at all)
-    if getattr(args, "json", False): _out(args, None, {"exported": tree.n_facts, "out": str(out.resolve())})
-    else: print(f"exported {tree.n_facts} fact{'s' * (tree.n_facts != 1)} -> {out}", file=sys.stderr)
+    out = _write_whole(args.out, data, Path(path).resolve())
+    if getattr(args, "json", False): _out(args, None, {"exported": tree.n_facts, "out": str(out)})
+    else: print(f"exported {tree.n_facts} fact{'s' * (tree.n_facts != 1)} -> {args.out}", file=sys.stderr)
     return 0
 
 # %% ../nbs/08_cli.ipynb #bc7de983
