@@ -127,15 +127,15 @@ def json_type(v)->str:
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
             else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #7b3dcdd4
+# %% ../nbs/08_cli.ipynb #32b860f3
 def load_config(path:str|None, # --config value, or None
-               ): # a `setree.build.Config`, or None
-    "The config file named by `--config` or `$SETREE_CONFIG` (empty = not given); None when neither. Raises `UsageError`."
+               )->dict|None: # {key: checked value} of the keys the file gives, or None
+    "The keys of the config file named by `--config` or `$SETREE_CONFIG` (empty = not given), checked as `Config.from_json` checks them; None when neither. Raises `UsageError`."
     from setree.build import Config
     if path == "": raise UsageError("--config needs a file path")
     path = path or os.environ.get("SETREE_CONFIG") or None
     if path is None: return None
-    try: return Config.from_json(path)
+    try: c = Config.from_json(path); return {k: getattr(c, k) for k in json.loads(Path(path).read_bytes())}   # (read again once checked: which keys it gives)
     except FileNotFoundError: raise UsageError(f"config file not found: {path}") from None
     except IsADirectoryError: raise UsageError(f"config file {path} is a directory") from None
     except (ValueError, TypeError) as e: raise UsageError(str(e)) from None   # 'PATH: config …'
@@ -250,8 +250,8 @@ def _summarizer(args):
     except ValueError as e:   # the library names its keyword arguments; here they are flags
         raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
 
-# %% ../nbs/08_cli.ipynb #a893e1b1
-def _kb(args, embedder=None, create:bool=True, config=None # a `Config` made already (`setree build`'s); None: the one --config names
+# %% ../nbs/08_cli.ipynb #edb86445
+def _kb(args, embedder=None, create:bool=True, config=None # config changes made already (`setree build`'s dict); None: those --config names
        ):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
     from setree.maintain import KnowledgeBase
@@ -379,7 +379,7 @@ def replace_note(rep:dict, # a pass report
     return (f"this pass applied the {op} queued as seq {seq}{f' before this {ack.op}' if ack is not None else ''}, "
             f"which {'deleted' if op == 'reset' else 'replaced'} {held}")
 
-# %% ../nbs/08_cli.ipynb #2f6d2e00
+# %% ../nbs/08_cli.ipynb #850cec1b
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
@@ -391,17 +391,19 @@ def cmd_build(args)->int:
                                     lambda ack: f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})", early=False)
         if stopped is not None: return stopped
         if rep == BUSY: return _build_busy(args, ack)
-        tree, path = kb.tree(), str(kb.path)
+        tree, path = kb.tree(), str(kb.path); cfg = kb.config(tree)   # (what the build used: the flags and file over the stored config)
     replaced = rep.get("replaced") or before   # the pass's own count (a fact another process added meanwhile is replaced too); a damaged store's pass starts from nothing: its rows
     data = {**_build_data(tree, cfg, len(facts), replaced, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
-# %% ../nbs/08_cli.ipynb #fdf45598
-def _build_config(args): # a `setree.build.Config`
-    "The `Config` of `setree build`: --seed, --summary-tokens, --k-max and --llm-timeout over --config (or $SETREE_CONFIG) over the defaults."
+# %% ../nbs/08_cli.ipynb #d1914f81
+def _build_config(args)->dict: # {key: value} over the stored config (the defaults for a new store)
+    "The config changes of `setree build`: --seed, --summary-tokens, --k-max and --llm-timeout over --config (or $SETREE_CONFIG), over the store's stored config (`--replace` keeps it, as it keeps the embedder) or the defaults."
     from setree.build import Config
-    return _merge(load_config(args.config) or Config(), {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout})
+    over, flags = load_config(args.config) or {}, {"seed": args.seed, "summary_tokens": args.summary_tokens, "k_max": args.k_max, "llm_timeout": args.llm_timeout}
+    _merge(Config().replace(**over), flags)   # (a refused flag value named by its flag)
+    return {**over, **{k: v for k, v in flags.items() if v is not None}}
 
 def _count_facts(db:str)->int:
     """The facts the store holds now, read without the tree's check: `--replace` is the way out of a damaged store. The build reports the
@@ -712,12 +714,12 @@ def _millis(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #e1f3a4fb
+# %% ../nbs/08_cli.ipynb #c50f33a9
 def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parser of its own)
                   )->argparse.ArgumentParser:
     "The arguments of `setree serve` (here, not in `setree.server`: `setree serve --help` works without the MCP SDK installed)."
     p.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file; created if missing). Fixed for the server's life")
-    p.add_argument("--config", default=None, help="strict JSON build/maintenance config (default: $SETREE_CONFIG, else the stored one)")
+    p.add_argument("--config", default=None, help="strict JSON build/maintenance config: its keys change the stored ones (default: $SETREE_CONFIG)")
     p.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own (MiniLM for a new store)")
     p.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive", help="summaries of maintenance passes")
     p.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
@@ -768,15 +770,14 @@ def _queued(args, state:dict)->dict:
     if note: print(f"setree: note: {note}", file=sys.stderr)
     return {"pending": int(state.get("pending") or 0), "pending_note": note}
 
-# %% ../nbs/08_cli.ipynb #ffdf41bb
+# %% ../nbs/08_cli.ipynb #c41d349e
 def _cover_params(tree, args)->tuple: # (`CoverParams`, the default budget in tokens)
     from dataclasses import fields
     from setree.build import Config
     from setree.cover import CoverParams
     names = {f.name for f in fields(Config)}
     d = {k: v for k, v in (tree.config or {}).items() if k in names}
-    cfg = load_config(args.config)
-    if cfg is not None: d.update(cfg.to_dict())
+    d.update(load_config(args.config) or {})
     flags = {k: getattr(args, k, None) for k in ("beta", "gamma", "tau", "min_score", "glimpse")}
     try: stored = Config.from_dict(d)
     except (ValueError, TypeError) as e:   # (a value an older setree stored: the file's or the flags' values may stand in)
@@ -1026,7 +1027,7 @@ def _budget_list(s:str)->list[int]:
     "argparse type for --budgets: comma-separated positive integers."
     return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
 
-# %% ../nbs/08_cli.ipynb #cf1d027a
+# %% ../nbs/08_cli.ipynb #39b0c015
 def cmd_eval(args)->int:
     "setree eval locomo --data PATH --budgets 256,512 --out DIR: every method x budget x category, as CSV, JSON and markdown."
     from setree.evaluate import check_budgets, check_out_dir, evaluate_locomo
@@ -1037,7 +1038,8 @@ def cmd_eval(args)->int:
     except FileExistsError as e: raise UsageError(str(e)) from None
     if not out.resolve().parent.is_dir(): raise UsageError(f"--out {args.out}: directory {out.resolve().parent} does not exist")
     _locomo(args.data)                 # a file that is not LoCoMo data is refused as `import locomo` refuses it, before any work
-    cfg = load_config(args.config)
+    from setree.build import Config
+    cfg = load_config(args.config); cfg = Config.from_dict(cfg) if cfg is not None else None
     log = (lambda m: print(m, file=sys.stderr)) if not args.quiet else None
     try: rows = evaluate_locomo(args.data, budgets=args.budgets, out_dir=args.out, force=args.force, build_config=cfg, mode=args.mode,
                                 conversations=args.conversations.split(",") if args.conversations else None, log=log)

@@ -86,26 +86,26 @@ class _View:
             if ids: n -= self.con.execute(f"SELECT count(*) FROM facts WHERE id IN ({','.join('?' * len(ids))})", ids).fetchone()[0]
         return n
 
-# %% ../nbs/07b_maintain.ipynb #63cf9c02
-def _as_config(config):
-    "A `Config`, or None. A dict is read with `Config.from_dict` (its errors); anything else is a `TypeError` now, not a failed pass later."
+# %% ../nbs/07b_maintain.ipynb #d1cc45c3
+def _as_config(config)->tuple: # (a whole `Config` or None, {key: value} to change in the stored one)
+    "A `Config` is the whole config; a dict, checked with `Config.from_dict` (its errors), only its keys; anything else is a `TypeError` now, not a failed pass later."
     from setree.build import Config
-    if config is None or isinstance(config, Config): return config
-    if isinstance(config, dict): return Config.from_dict(config)
+    if config is None or isinstance(config, Config): return config, {}
+    if isinstance(config, dict): c = Config.from_dict(config); return None, {k: getattr(c, k) for k in config}
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #426d0672
+# %% ../nbs/07b_maintain.ipynb #960dbcba
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
-                 *, config=None, # `setree.build.Config` (or a dict of its keys) for builds and passes; None: the stored build config, else `Config()`
+                 *, config=None, # `setree.build.Config` for builds and passes, or a dict of the keys to change in the stored one; None: the stored build config, else `Config()`
                  embedder=None, # shared embedder instance; None: loaded lazily once (`get_embedder()`), then reused
                  summarizer=None, # summarizer object (`setree.summarize`); None: extractive
                  create:bool=True, readonly:bool=False, timeout_s:float=30.0):
         self._w = Store(path, create=create, readonly=readonly, timeout_s=timeout_s)   # mutations and commits
         self._r = Store(self._w.path, readonly=True, timeout_s=timeout_s)               # reads: never wait for a pass
         self.path, self.readonly, self.timeout_s = self._w.path, readonly, float(timeout_s)
-        self._config, self._embedder, self._summarizer, self._given = _as_config(config), embedder, summarizer, embedder is not None
+        (self._config, self._over), self._embedder, self._summarizer, self._given = _as_config(config), embedder, summarizer, embedder is not None
         self._cache, self._cache_lock, self._pass_thread_lock = None, threading.Lock(), threading.Lock()
         self._lockfd = None
 
@@ -126,12 +126,13 @@ class KnowledgeBase:
         return self._embedder
 
     def config(self, tree:Tree|None=None):
-        "The build config of passes: the one given, else the stored one, else the defaults."
+        "The build config of passes: the `Config` given, else the stored one (else the defaults) with the keys of a dict given changed."
         from setree.build import Config
         if self._config is not None: return self._config
         known = {f.name for f in fields(Config)}   # (a key an older setree stored and this one does not know is left out, not the whole config)
-        try: return Config.from_dict({k: v for k, v in ((tree if tree is not None else self.tree()).config or {}).items() if k in known})
-        except (ValueError, TypeError): return Config()
+        try: c = Config.from_dict({k: v for k, v in ((tree if tree is not None else self.tree()).config or {}).items() if k in known})
+        except (ValueError, TypeError): c = Config()
+        return c.replace(**self._over) if self._over else c
 
     def _enqueue(self, op:str, payload:dict, check, replaces:bool=False)->int:
         if self.readonly: raise StoreError(f"store {self.path} is open read-only")
