@@ -429,7 +429,7 @@ def capability_scores(tree:Tree, # a finalized tree
     rel_ord = fact_relevance(tree, q, prompt, params.lexical_weight)[tree.order]
     return _child_scores(tree, rel_ord, float(tree.emb[parent] @ q), parent, params)
 
-# %% ../nbs/06_cover.ipynb #ddd1007b
+# %% ../nbs/06_cover.ipynb #f0aa953d
 @dataclass
 class CoverItem:
     "One visible node of a cover."
@@ -442,8 +442,9 @@ class CoverItem:
     fact_ids: list[str]  # ids of the facts it covers (one for a fact, all facts under a summary)
     marker: str = ""     # its marker in the rendered context, e.g. 'f3' or 's1'
     date: str|None = None  # the fact's compact date (None for summaries and undated facts)
+    meta: dict|None = None  # the fact's metadata as stored (None for summaries and for facts without any)
 
-# %% ../nbs/06_cover.ipynb #70c4a108
+# %% ../nbs/06_cover.ipynb #c1f5f94b
 @dataclass
 class Cover:
     "The result of a query: visible items in render order and how they were obtained."
@@ -463,11 +464,11 @@ class Cover:
                        gtext, gkey, self.params.dates)[0]
 
     def to_dict(self)->dict:
-        "JSON-safe dict: every item with its marker and the full `fact_ids` (the rendered text gives only the marker)."
+        "JSON-safe dict: every item with its marker, the full `fact_ids` (the rendered text gives only the marker) and a fact's `meta`."
         return {"status": self.status, "budget": self.budget, "total_tokens": self.total_tokens, "min_budget": self.min_budget,
                 "latency_ms": self.latency_ms, "params": self.params.to_dict(),
                 "items": [{"marker": it.marker, "node": it.node, "level": it.level, "kind": it.kind, "text": it.text, "date": it.date,
-                           "score": _json_float(it.score), "tokens": it.tokens, "n_facts": len(it.fact_ids), "fact_ids": it.fact_ids}
+                           "score": _json_float(it.score), "tokens": it.tokens, "n_facts": len(it.fact_ids), "fact_ids": it.fact_ids, "meta": it.meta}
                           for it in self.items]}
 
 # %% ../nbs/06_cover.ipynb #ae46f4e3
@@ -772,7 +773,7 @@ def _render_order(tree, ix, visible:np.ndarray, dates:bool)->tuple[np.ndarray, l
     order = _layout(kinds, groups, ix.gkey, dates)
     return vis[order], [groups[i] for i in order]
 
-# %% ../nbs/06_cover.ipynb #e96941f1
+# %% ../nbs/06_cover.ipynb #dee7de13
 def _cover_items(tree, ix, w:_Walk, vis:np.ndarray)->list[CoverItem]:
     "The `CoverItem`s of the visible nodes `vis` (in render order) of the walk `w`."
     N = ix.N
@@ -784,7 +785,8 @@ def _cover_items(tree, ix, w:_Walk, vis:np.ndarray)->list[CoverItem]:
         g = int(ix.group[v])
         root = v == tree.root
         items.append(CoverItem(v, int(tree.level[v]), str(ix.kind[v]), w.rtext if root else tree.texts[v], None if root else float(w.score[v]),
-                               w._body(v), ix.ids_ord[tree.start[v]:tree.stop[v]].tolist(), mark, ix.gtext[g] if g >= 0 else None))
+                               w._body(v), ix.ids_ord[tree.start[v]:tree.stop[v]].tolist(), mark, ix.gtext[g] if g >= 0 else None,
+                               (tree.facts[v].meta or None) if v < N else None))
     return items
 
 # %% ../nbs/06_cover.ipynb #f7304b5d
