@@ -880,16 +880,19 @@ def _write_whole(arg:str, # the --out given
         raise OSError(f"cannot write --out {arg}: {e.strerror or e}; nothing was written") from None
     return dst
 
-# %% ../nbs/08_cli.ipynb #11e67742
+# %% ../nbs/08_cli.ipynb #f906dc42
 def cmd_export(args)->int:
-    "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta), written by `_write_whole`."
-    tree, path, state = _load_tree(args.db)
-    _queued(args, state)   # (changes still queued are not in it: said on stderr)
-    data = "".join(json.dumps({"id": f.id, "text": f.text, **({"meta": f.meta} if f.meta else {})}, ensure_ascii=False) + "\n" for f in tree.facts).encode("utf-8")
+    "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta), written by `_write_whole`; from a damaged store, the fact rows it holds (`Store.fact_rows`)."
+    from setree.store import StoreDamaged
+    try: tree, path, state = _load_tree(args.db); facts = tree.facts; _queued(args, state)   # (changes still queued are not in it: said on stderr)
+    except StoreDamaged as e:   # the facts are what a damaged store must give back: read without the tree
+        with _open_store(args.db) as st: facts, path = st.fact_rows(), str(st.path)
+        print(f"setree: note: {e.detail}; exported are the {len(facts)} fact rows it holds, read without its tree", file=sys.stderr)
+    data = "".join(json.dumps({"id": f.id, "text": f.text, **({"meta": f.meta} if f.meta else {})}, ensure_ascii=False) + "\n" for f in facts).encode("utf-8")
     if args.out == "-": (sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else sys.stdout.write(data.decode("utf-8"))); return 0
     out = _write_whole(args.out, data, Path(path).resolve())
-    if getattr(args, "json", False): _out(args, None, {"exported": tree.n_facts, "out": str(out)})
-    else: print(f"exported {tree.n_facts} fact{'s' * (tree.n_facts != 1)} -> {args.out}", file=sys.stderr)
+    if getattr(args, "json", False): _out(args, None, {"exported": len(facts), "out": str(out)})
+    else: print(f"exported {len(facts)} fact{'s' * (len(facts) != 1)} -> {args.out}", file=sys.stderr)
     return 0
 
 # %% ../nbs/08_cli.ipynb #bc7de983

@@ -38,8 +38,9 @@ class EmbedderMismatch(StoreError):
 class StoreBusy(StoreError):
     "Another connection held the write lock longer than the busy timeout (retry), or changed a store read without locks (open it again)."
 
-# %% ../nbs/07_store.ipynb #86afbc5a
-DAMAGED_NEXT = "next step: restore a copy of the store, or rebuild it with `setree build FACTS --db PATH --replace`"
+# %% ../nbs/07_store.ipynb #6ee3ca70
+DAMAGED_NEXT = ("next step: restore a copy of the store, or rebuild it from its facts: `setree export --db PATH --out facts.jsonl` reads them "
+                "without the tree, then `setree build facts.jsonl --db PATH --replace`")
 CORRUPT_NEXT = ("next step: restore a copy of the store, or move the file aside (with its -wal file, if there is one; keep them: they may "
                 "still hold facts) and build anew with `setree build FACTS --db PATH`")   # (SQLite cannot read the file: no replace can write to it)
 
@@ -799,11 +800,22 @@ def load(self:Store)->Tree:
     "The stored tree (equal to the one saved: arrays, texts, ids, metadata, levels, config); the empty tree for a never-saved store. Raises `StoreDamaged` when the rows do not make a tree."
     return self._txn(lambda con: _load_in(con, self.path), write=False)
 
-# %% ../nbs/07_store.ipynb #9fbdd90a
+# %% ../nbs/07_store.ipynb #7367090d
 @patch
 def count_facts(self:Store)->int:
     "The number of fact rows, counted without reading the tree (also on a damaged store: what a replacing build deletes)."
     return self._txn(lambda con: con.execute("SELECT count(*) FROM facts").fetchone()[0], write=False)
+
+@patch
+def fact_rows(self:Store)->list[Fact]:
+    """The fact rows as stored (id, text, metadata), in row order, read without the tree or its check: what a damaged store still holds
+    (`setree export` gives them back, so that a replacing build can mend it). A metadata value that is not a JSON object reads as {}."""
+    def meta(m):
+        try: d = json.loads(m)
+        except ValueError: return {}
+        return d if isinstance(d, dict) else {}
+    rows = self._txn(lambda con: con.execute("SELECT id, text, meta FROM facts ORDER BY k").fetchall(), write=False)
+    return [Fact(i, t, meta(m)) for i, t, m in rows]
 
 @patch
 def generation(self:Store)->int:

@@ -19,7 +19,7 @@ def damaged(tmp_path):
     c = sqlite3.connect(db); c.execute("delete from nodes where rowid=(select max(rowid) from nodes)"); c.commit(); c.close()
     return db, f"store {db.resolve()} is damaged: {len(FACTS)} facts / {n - 1} nodes, meta says {len(FACTS)} / {n}"
 
-NEXT = "; next step: restore a copy of the store, or rebuild it with `setree build FACTS --db PATH --replace`"
+NEXT = "; next step: restore a copy of the store, or rebuild it from its facts: `setree export --db PATH --out facts.jsonl` reads them without the tree, then `setree build facts.jsonl --db PATH --replace`"
 
 def pending(db):
     from setree.store import Store
