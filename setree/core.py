@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 # %% auto #0
-__all__ = ['MAX_META_DEPTH', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
+__all__ = ['MAX_META_DEPTH', 'MAX_ID_CHARS', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
            'unicode_problem', 'check_fact_id', 'check_new_fact_id', 'tidy_text', 'as_facts', 'RepeatedKey',
            'unique_keys', 'default_vocab_path', 'wordpiece_tokenizer', 'strip_dropped', 'token_costs',
            'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
@@ -83,13 +83,15 @@ def check_fact_id(fid # a caller's fact id
     if m := _ID_CONTROL.search(fid): raise ValueError(f"id holds a control character or line break (U+{ord(m[0]):04X})")
     return fid
 
-# %% ../nbs/00_core.ipynb #c8cd1c8a
+# %% ../nbs/00_core.ipynb #bfab6208
 def _unseen(ch:str)->bool: return ch.isspace() or unicodedata.category(ch) == "Cf"   # whitespace, or a format character (zero-width, bidi, BOM)
+MAX_ID_CHARS = 200   # characters a new fact's id may hold: room for any name or URL-like key, short enough to type and list
 
 def check_new_fact_id(fid # the id a caller gives a new fact
                      )->str: # `fid` itself
-    "`check_fact_id`, and `ValueError` naming the id for a whitespace or format (Unicode Cf) character, or a leading `-`."
+    "`check_fact_id`, and `ValueError` naming the id for more than `MAX_ID_CHARS` characters, a whitespace or format (Unicode Cf) character, or a leading `-`."
     check_fact_id(fid)
+    if len(fid) > MAX_ID_CHARS: raise ValueError(f"id {fid[:20]!r}… is {len(fid)} characters long: a fact id holds at most {MAX_ID_CHARS}")
     if bad := next((c for c in fid if _unseen(c)), None):
         raise ValueError(f"id {fid!r} holds {'whitespace' if bad.isspace() else 'an invisible format character'} (U+{ord(bad):04X}): give an id of visible characters")
     if fid.startswith("-"): raise ValueError(f"id {fid!r} starts with '-' (a command line reads it as an option): give another id")
