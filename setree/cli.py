@@ -463,7 +463,7 @@ def merged_note(merged:dict|None, # {id given with a repeated text: the id it is
     pairs = ", ".join(f"{g} is stored as {k}" for g, k in list(merged.items())[:most])
     return f" (id {pairs}{' …' if len(merged) > most else ''})"
 
-# %% ../nbs/08_cli.ipynb #6f6acafc
+# %% ../nbs/08_cli.ipynb #f8a145bc
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
@@ -471,18 +471,20 @@ def _build_human(d:dict, # a `_build_data` report
     return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} node{'s' * (d['nodes'] != 1)} (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
             + (f"\nreplaced the {before} facts the store held" if before else "")
             + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{repeated_note(d.get('repeated'), d.get('merged'))}" if n_dup else "")
-            + (f"\nwarning: {fell} summaries fell back to extractive ("
+            + (f"\nwarning: {fell} summar{'ies' if fell != 1 else 'y'} fell back to extractive ("
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
-            + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else "") + _size_notes(d))
+            + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else "") + _size_notes(d, d["nodes"] > d["facts"]))
 
-def _size_notes(d:dict # a `_build_data` report
+def _size_notes(d:dict, # a `_build_data` report, or `_change_sizes`
+                summaries:bool=True, # whether the tree holds a summary (one that can stand for a long fact in a small context)
                )->str:
     "The notes on long facts: cut to the embedder's window when embedded, or longer than the default budget (shown only above it)."
     from setree.core import MAX_MODEL_TOKENS
     cut, longest, budget = d.get("truncated_facts", 0), d.get("longest_fact_tokens", 0), d.get("default_budget")
     return ((f"\nnote: {cut} fact{'s were' if cut > 1 else ' was'} longer than the embedder's window and embedded from the first {MAX_MODEL_TOKENS} tokens" if cut else "")
             + (f"\nnote: the longest fact has {longest} tokens: a context quotes it only at a budget of at least that (the default budget is {budget}); "
-               "below it, summaries stand for it" if budget and longest > budget else ""))
+               + ("below it, summaries stand for it" if summaries else "below it, a retrieval returns nothing (budget_too_small): no summary stands above it")
+               if budget and longest > budget else ""))
 
 # %% ../nbs/08_cli.ipynb #dfd840e3
 def _ack_now(args, text:str):
@@ -619,7 +621,7 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
         if isinstance(e, PassFailed): _failed_new(kb, new, what, ack, e)
         raise
 
-# %% ../nbs/08_cli.ipynb #36423554
+# %% ../nbs/08_cli.ipynb #75ad33cc
 def _mutate(args, what:str, fn)->int:
     def queue(kb):
         try: ack = fn(kb)
@@ -630,11 +632,12 @@ def _mutate(args, what:str, fn)->int:
     with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb:
         ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: ack_lines(what, ack))
         sizes = _change_sizes(kb, ack) if stopped is None and isinstance(rep, dict) and what != "forget" else {}
+        summaries = bool(sizes) and kb.tree().n_nodes > kb.tree().n_facts
     if stopped is not None: return stopped
     if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     note = replace_note(rep, ack) if isinstance(rep, dict) else None
-    _out(args, _pass_line(rep, ack, args.db) + (f"\nnote: {note}" if note else "") + _size_notes(sizes),
+    _out(args, _pass_line(rep, ack, args.db) + (f"\nnote: {note}" if note else "") + _size_notes(sizes, summaries),
          {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy, "replace_note": note, **sizes,
           **({"unchanged": True} if ack.unchanged else {})})
     return 0
@@ -1091,12 +1094,12 @@ def _summarizer_args(sp):
     sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
     sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
 
-# %% ../nbs/08_cli.ipynb #019cd146
+# %% ../nbs/08_cli.ipynb #98481567
 def _build_parser(sub):
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); _common(b); _summarizer_args(b)
     b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin: " + STDIN_FORMAT)
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
-    b.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own when --replace rebuilds one, else minilm; " + EMBEDDER_HELP)
+    b.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own (minilm for a new store); " + EMBEDDER_HELP)
     b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts, in the same order, and seed give the same tree")
     b.add_argument("--summary-tokens", type=integer, default=None, help="tokens of each summary (config summary_tokens)")
     b.add_argument("--k-max", type=integer, default=None, help="neighbours per node in the clustering graph (config k_max)")
