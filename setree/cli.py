@@ -491,7 +491,7 @@ def _ack_now(args, text:str):
     "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
     if not getattr(args, "json", False): print(text, flush=True)
 
-# %% ../nbs/08_cli.ipynb #de394920
+# %% ../nbs/08_cli.ipynb #972e2f86
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def ack_lines(what:str, # the change: insert, forget, update, build or reset
@@ -508,6 +508,7 @@ def ack_lines(what:str, # the change: insert, forget, update, build or reset
     if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + repeated_note(repeated_ids(ack.ids), ack.merged))
     stored = [i for i in ack.already_stored if i not in queued]
     if stored and what == "insert": lines.append(f"already stored, not added again: {_ids_text(stored)}")
+    if getattr(ack, "meta_kept", None): lines.append(f"note: given with other metadata than the stored one, which is kept (forget and insert again to change it): {_ids_text(ack.meta_kept)}")
     if queued and what == "insert": lines.append(f"already queued by an earlier change ({_seqs_text(queued)}), not applied yet; queued again (seq {ack.seq}), so that they do not depend on it: {_ids_text(list(queued))}")
     if ack.merged and len(ack.ids) == len(ids):   # an id the caller gave, dropped: its text is stored under another (a repeat names it in its note above)
         lines.append(f"note: a given id's text is stored under another id{merged_note(ack.merged)}")

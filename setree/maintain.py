@@ -20,7 +20,7 @@ __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_C
 # %% ../nbs/07b_maintain.ipynb #5bf34222
 from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
 
-# %% ../nbs/07b_maintain.ipynb #1a0b821b
+# %% ../nbs/07b_maintain.ipynb #813d41a2
 @dataclass
 class Ack:
     "The acknowledgement of a queued mutation."
@@ -30,6 +30,7 @@ class Ack:
     already_stored: list = field(default_factory=list)  # insert: the ids among `ids` whose text was already stored (or queued): nothing new for them; update: the id, when its text was already this one (nothing queued)
     merged: dict = field(default_factory=dict)  # {id: id it is stored under} for an item that named its own id but repeated an earlier item's text
     already_queued: dict = field(default_factory=dict)  # {id: seq} for the ids of `already_stored` whose text is only queued (by change `seq`, not applied yet)
+    meta_kept: list = field(default_factory=list)  # insert: the ids of `already_stored` given with other metadata than the stored one, which is kept
     def to_dict(self)->dict:
         "The acknowledgement as a JSON-ready dict (the same fields), as the CLI's `--json` and the MCP tools return it."
         return asdict(self)
@@ -42,7 +43,7 @@ def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseco
 
 def _fact_dict(f:Fact)->dict: return {"id": f.id, "text": f.text, "meta": f.meta}
 
-# %% ../nbs/07b_maintain.ipynb #2271ac74
+# %% ../nbs/07b_maintain.ipynb #c12983fa
 class _View:
     "The facts as they will be once the queue is applied, for validating a new mutation inside its transaction."
     def __init__(self, con, applied:int):
@@ -72,6 +73,12 @@ class _View:
         for (fid,) in self.con.execute("SELECT id FROM facts WHERE norm = ?", (n,)):
             if fid not in self.over: return fid
         return None
+
+    def meta(self, fid:str)->dict|None:
+        "The stored metadata of fact `fid` (None when it is not a stored fact, or its text is only queued)."
+        if fid in self.over or not self.base: return None
+        r = self.con.execute("SELECT meta FROM facts WHERE id = ?", (fid,)).fetchone()
+        return json.loads(r[0]) if r else None
 
     def stored(self, fid:str)->bool:
         "Whether fact `fid` is in the committed tree (and no queued build or reset replaces it)."
@@ -162,7 +169,7 @@ class _Unchanged(Exception):
     "Raised inside a change's transaction when it changes nothing (an insert of stored texts only, an update to the fact's own text): nothing is written."
     def __init__(self, seq:int): self.seq = seq
 
-# %% ../nbs/07b_maintain.ipynb #71f52314
+# %% ../nbs/07b_maintain.ipynb #6bb5c065
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
@@ -177,6 +184,7 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
         now = lambda i: alias.get(i, renamed.get(i, i))
         check.ids, check.already = [now(i) for i in ids], list(dict.fromkeys(alias.values()))
         check.queued = {i: view.seqs[i] for i in check.already if i in view.seqs}   # (only queued: `id_of` found it in the queue)
+        check.kept = list(dict.fromkeys(a for f in kept if (a := alias.get(f.id)) and f.meta and (m := view.meta(a)) is not None and f.meta != m))
         check.merged = {**{g: now(i) for g, i in merged.items()},      # (and a named id whose text is stored under another id)
                         **{f.id: alias[f.id] for f in kept if alias.get(f.id, f.id) != f.id and not has_text_id(f)}}
         again = _queued_again(view, kept, alias, check.queued)   # (texts only queued by another change: queued by this one too)
@@ -184,7 +192,7 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
         return {"facts": [_fact_dict(f) for f in new + again]}
     try: seq = self._enqueue("insert", {}, check)
     except _Unchanged as u: seq = u.seq
-    return Ack(seq, "insert", check.ids, check.already, check.merged, check.queued)
+    return Ack(seq, "insert", check.ids, check.already, check.merged, check.queued, check.kept)
 
 _MARKER_LIKE = re.compile(r"\[?([fs][0-9]{1,9})\]?(?:=(\S+))?")   # a context's marker, [f1], or its fact-ids entry f1=ID
 

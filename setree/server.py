@@ -61,12 +61,12 @@ TOOLS = {   # name: (description, JSON schema of the arguments); `tools/list` li
                       ["prompt"])),
 }
 
-# %% ../nbs/08b_server.ipynb #88c55b4d
+# %% ../nbs/08b_server.ipynb #ee73d17d
 TOOLS.update({
  "insert": ("Remember new facts. A fact is one short, self-contained statement, e.g. \"the user's cat is named Miso\". Give one text, "
             "or a list of texts or of objects {text, id?, meta?}. Returns at once with the fact ids and a sequence number `seq`: the facts "
             "are stored durably and become visible to `retrieve` after the next background pass (about half a second after the last "
-            "change; see `stats`). Inserting a text that is already stored keeps the stored fact and returns its id. To change a "
+            "change; see `stats`). Inserting a text that is already stored keeps the stored fact, with its metadata, and returns its id. To change a "
             "stored fact use `update`, to remove one use `forget`.",
             _schema({"facts": {"anyOf": [_FACT, {"type": "array", "items": _FACT, "minItems": 1}],
                                "description": "one fact, or a list of facts"}}, ["facts"])),
