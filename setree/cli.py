@@ -13,10 +13,10 @@ __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'S
            'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer', 'number',
            'positive_seconds', 'store_errors', 'check_db', 'check_llm_flags', 'check_store_embedder',
            'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build', 'repeated_ids', 'repeated_note',
-           'merged_note', 'ack_lines', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_compact',
-           'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_export', 'cmd_stats', 'readable',
-           'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code',
-           'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
+           'merged_note', 'ack_lines', 'summarizer_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain',
+           'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_export', 'cmd_stats',
+           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
+           'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -622,7 +622,19 @@ def _change(kb, args, what:str, new:bool, # `new`: this command created the stor
         if isinstance(e, PassFailed): _failed_new(kb, new, what, ack, e)
         raise
 
-# %% ../nbs/08_cli.ipynb #75ad33cc
+# %% ../nbs/08_cli.ipynb #4a210f2f
+def summarizer_note(tree, # the tree the pass committed
+                    args, # the command's arguments (its --summarizer)
+                    rep, # the pass report (`resummarized`: summaries the pass wrote), or None / a string when no pass ran
+                   )->str|None: # the note, or None when the summaries stay alike
+    "A pass of the extractive summarizer that wrote summaries into a tree whose other summaries were written by the chat summarizer."
+    if getattr(args, "summarizer", None) != "extractive" or not isinstance(rep, dict) or not rep.get("resummarized"): return None
+    n = sum(s == "chat" for s in tree.summarizer)
+    if not n: return None
+    return (f"this pass wrote {rep['resummarized']} extractive summar{'y' if rep['resummarized'] == 1 else 'ies'}; {n} other{'s' * (n != 1)} in this store "
+            "were written by an LLM: give --summarizer chat (with --llm-base-url and --llm-model) to keep them alike")
+
+# %% ../nbs/08_cli.ipynb #5c4fe31e
 def _mutate(args, what:str, fn)->int:
     def queue(kb):
         try: ack = fn(kb)
@@ -633,13 +645,14 @@ def _mutate(args, what:str, fn)->int:
     with _created_store(args.db) as new, _kb(args, create=what == "insert") as kb:
         ack, rep, stopped = _change(kb, args, what, new, queue, lambda ack: ack_lines(what, ack))
         sizes = _change_sizes(kb, ack) if stopped is None and isinstance(rep, dict) and what != "forget" else {}
+        mix = summarizer_note(kb.tree(), args, rep) if stopped is None and isinstance(rep, dict) else None
         summaries = bool(sizes) and kb.tree().n_nodes > kb.tree().n_facts
     if stopped is not None: return stopped
     if rep == UNCHANGED: _out(args, None, {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "unchanged": True}); return 0   # (its line said so)
     busy = {"applied": False, "reason": "another maintenance pass holds the store"} if rep == BUSY else {}
     note = replace_note(rep, ack) if isinstance(rep, dict) else None
-    _out(args, _pass_line(rep, ack, args.db) + (f"\nnote: {note}" if note else "") + _size_notes(sizes, summaries),
-         {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy, "replace_note": note, **sizes,
+    _out(args, _pass_line(rep, ack, args.db) + (f"\nnote: {note}" if note else "") + (f"\nnote: {mix}" if mix else "") + _size_notes(sizes, summaries),
+         {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None if rep == BUSY else rep, **busy, "replace_note": note, "summarizer_note": mix, **sizes,
           **({"unchanged": True} if ack.unchanged else {})})
     return 0
 
@@ -665,7 +678,7 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #50aaea8d
+# %% ../nbs/08_cli.ipynb #3c181b8c
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass. Stopped (Ctrl-C, a stop signal), it says what it left (`_maintain_stopped`)."
     with _kb(args, create=False) as kb:
@@ -673,13 +686,15 @@ def cmd_maintain(args)->int:
             rep = kb.maintain()
             if rep["error"] and _STOPPED_BY[0] is not None: raise KeyboardInterrupt(rep["error"])   # the signal's doing, whatever the error says (`_pass`)
             if not rep["error"]: drain(kb)   # (changes queued while it ran)
+            mix = None if rep["error"] else summarizer_note(kb.tree(), args, rep)
         except BaseException as e:
             if isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None: e.setree_note = _maintain_stopped(kb, args.db)   # (said by `_stopped`)
             raise
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact", rep["error"])
     idle = _idle(rep)
     note = replace_note(rep)
-    _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep) + (f"\nnote: {note}" if note else ""), {**rep, "replace_note": note})
+    _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep) + (f"\nnote: {note}" if note else "") + (f"\nnote: {mix}" if mix else ""),
+         {**rep, "replace_note": note, "summarizer_note": mix})
     return 0
 
 def _maintain_stopped(kb, db:str)->str:

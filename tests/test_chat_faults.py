@@ -21,10 +21,10 @@ FAST = dict(connect_timeout=0.5, read_timeout=2.0, deadline=2.0, retries=1, back
 
 def _internal(tree): return range(tree.n_facts, tree.n_nodes)
 
-def cli(*args, timeout=120):
-    "Run the `setree` command's entry point in a subprocess."
+def cli(*args, timeout=120, input_text=None):
+    "Run the `setree` command's entry point in a subprocess (`input_text`: its stdin)."
     code = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=timeout, encoding="utf-8")
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, timeout=timeout, encoding="utf-8", input=input_text)
 
 def test_faults_fall_back_with_their_reason():
     ext = build_tree(KB, embedder=H, progress=False)                # a plain extractive build
@@ -97,3 +97,19 @@ def test_llm_timeout_must_be_positive(tmp_path):
         p = cli("build", facts, "--db", tmp_path / "kb.db", "--embedder", "hashing", "--llm-timeout", bad)
         assert p.returncode == 2 and "Traceback" not in p.stderr and "--llm-timeout: must be a positive number of seconds" in p.stderr, (bad, p.stderr)
         assert not (tmp_path / "kb.db").exists()
+
+def test_extractive_pass_over_llm_summaries_says_so(tmp_path):
+    "A change run without --summarizer over a store whose summaries an LLM wrote says its new summaries are extractive (before: nothing said)."
+    facts = tmp_path / "facts.txt"; facts.write_text("\n".join(KB[:12]) + "\n", encoding="utf-8")
+    with StubChatServer("ok") as srv:
+        llm = ["--summarizer", "chat", "--llm-base-url", srv.url, "--llm-model", "stub"]
+        b = cli("build", facts, "--db", tmp_path / "kb.db", "--embedder", "hashing", *llm)
+        assert b.returncode == 0, b.stderr
+        p = cli("insert", "-", "--db", tmp_path / "kb.db", "--json", input_text="the user bakes sourdough on Sundays")
+        assert p.returncode == 0, p.stderr
+        note = json.loads(p.stdout)["summarizer_note"]
+        assert note and "extractive summar" in note and "written by an LLM: give --summarizer chat" in note, note
+        h = cli("insert", "-", "--db", tmp_path / "kb.db", input_text="the user repairs old bicycles")
+        assert "note: this pass wrote" in h.stdout, h.stdout
+        c = cli("insert", "-", "--db", tmp_path / "kb.db", "--json", *llm, input_text="the user sings in a choir")
+        assert c.returncode == 0 and json.loads(c.stdout)["summarizer_note"] is None, (c.stdout, c.stderr)
