@@ -787,7 +787,7 @@ def embedder_spec(name:str|None, # --embedder, or None
         return embedder_args(eid)
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #611751b6
+# %% ../nbs/08b_server.ipynb #56e58049
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
@@ -811,6 +811,9 @@ def open_app(args)->MemoryServer:
     with store_errors(): kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
     try: kb.stats()   # the loader's check: a store whose tree cannot be loaded is refused now (`StoreDamaged`, exit 1), not in every call
     except BaseException: kb.close(); raise
+    if summ_kw is None and (n := sum(x == "chat" for x in kb.tree().summarizer)):   # (as `setree.cli.summarizer_note` says after a change's pass)
+        print(f"setree serve: note: {n} summar{'y' if n == 1 else 'ies'} of this store {'was' if n == 1 else 'were'} written by an LLM; this server's passes "
+              "write extractive ones: start it with --summarizer chat (with --llm-base-url and --llm-model) to keep them alike", file=sys.stderr, flush=True)
     worker = _start_worker(path, {"embedder": spec, "config": cfg.to_dict() if cfg else None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
     return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 

@@ -113,3 +113,7 @@ def test_extractive_pass_over_llm_summaries_says_so(tmp_path):
         assert "note: this pass wrote" in h.stdout, h.stdout
         c = cli("insert", "-", "--db", tmp_path / "kb.db", "--json", *llm, input_text="the user sings in a choir")
         assert c.returncode == 0 and json.loads(c.stdout)["summarizer_note"] is None, (c.stdout, c.stderr)
+    # the MCP server started without --summarizer on that store says so at start (it ends when its stdin closes)
+    s = subprocess.run([sys.executable, "-m", "setree.server", "--db", str(tmp_path / "kb.db"), "--passes", "thread"], capture_output=True, text=True,
+                       timeout=120, stdin=subprocess.DEVNULL, encoding="utf-8")
+    assert s.returncode == 0 and "written by an LLM; this server's passes write extractive ones: start it with --summarizer chat" in s.stderr, (s.returncode, s.stderr)
