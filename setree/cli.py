@@ -733,7 +733,7 @@ def _millis(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #c50f33a9
+# %% ../nbs/08_cli.ipynb #49876cb4
 def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parser of its own)
                   )->argparse.ArgumentParser:
     "The arguments of `setree serve` (here, not in `setree.server`: `setree serve --help` works without the MCP SDK installed)."
@@ -748,6 +748,7 @@ def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parse
     p.add_argument("--poll-ms", type=_millis, default=2000, help="how often to look for changes queued by other processes (default 2000)")
     p.add_argument("--passes", choices=["process", "thread"], default="process",
                    help="run maintenance passes in a worker process (default: reads never contend with a pass) or in the writer thread")
+    p.add_argument("--read-only", action="store_true", help="serve only retrieve and stats, and never write to the store (it must exist): memory an assistant may read but not change")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="warning", help="stderr logging")
     return p
 

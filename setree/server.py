@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'SERVER_WAY', 'INSTRUCTIONS', 'INTERRUPTED', 'tool_list', 'InvalidParams', 'not_text', 'fact_items',
-           'fact_ids', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
-           'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app',
-           'cmd_serve', 'stopped', 'main']
+__all__ = ['TOOLS', 'SERVER_WAY', 'READ_TOOLS', 'READ_ONLY_WAY', 'INSTRUCTIONS', 'READ_ONLY_INSTRUCTIONS', 'INTERRUPTED',
+           'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids', 'check_arguments', 'Writer',
+           'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server', 'stdout_to_stderr', 'read_message',
+           'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app', 'cmd_serve', 'stopped', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -392,7 +392,7 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #ded2e24c
+# %% ../nbs/08b_server.ipynb #a6a878ba
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -410,18 +410,22 @@ def _retrieve_text(c, note:str|None=None # `queued_note` of the changes waiting 
     return text + (f"\n\nnote: {note}" if note else "")
 
 SERVER_WAY = "the server's background pass applies {them} (the `maintain` tool applies {them} now and waits for it)"   # `queued_note`'s way here
+READ_TOOLS = ("retrieve", "stats")   # what a server started with --read-only lists and runs: it never writes to the store
+READ_ONLY_WAY = "this server is read-only: a process that may write (`setree maintain --db PATH`) applies {them}"
 
-# %% ../nbs/08b_server.ipynb #f7762f0c
+# %% ../nbs/08b_server.ipynb #a6eba397
 class MemoryServer:
     "One knowledge base behind the MCP tools: validation, the single writer, results for an LLM and for programs."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`, open for writing
                  quiet_s:float=0.5, # the writer's quiet window, seconds
                  poll_s:float=2.0, # how often the writer looks for changes queued by other processes, seconds
                  worker:PassWorker|None=None, # run passes in this worker process; None: in the writer thread itself
+                 read_only:bool=False, # serve only `READ_TOOLS` (`kb` may be open read-only; the writer is never started)
                 ):
         from setree.store import Store
         self._queue = Store(kb.path, readonly=True)   # the writer's own cheap look at the queue (no integrity check)
-        self.kb, self.worker = kb, worker
+        self.kb, self.worker, self.read_only = kb, worker, read_only
+        self.tools = READ_TOOLS if read_only else tuple(TOOLS)   # the tools this server lists and runs
         self.writer = Writer(kb, quiet_s, poll_s, pending=lambda: self._queue.queue_state()["pending"],
                              run_pass=worker.maintain if worker else None)
         self.log = logging.getLogger("setree.server")
@@ -473,22 +477,22 @@ def iso_time(t:float|None # seconds since the epoch, or None
     from datetime import datetime, timezone
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
-# %% ../nbs/08b_server.ipynb #27fe4b44
+# %% ../nbs/08b_server.ipynb #af123046
 @patch
 def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
     from setree.cli import queued_note
     q = self._queue.queue_state()   # first: see above
-    c, note = self.kb.retrieve(prompt, budget), queued_note(q, SERVER_WAY)
+    c, note = self.kb.retrieve(prompt, budget), queued_note(q, READ_ONLY_WAY if self.read_only else SERVER_WAY)
     return _result(_retrieve_text(c, note), {**cover_data(c, all_fact_ids), "pending": q["pending"], "pending_note": note})
 
 @patch
 def tool_stats(self:MemoryServer):
     from setree.cli import queued_note
     w, st = self.writer, self.kb.stats()
-    s = {**st, "pending_note": queued_note(st, SERVER_WAY), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
+    s = {**st, "read_only": self.read_only, "pending_note": queued_note(st, READ_ONLY_WAY if self.read_only else SERVER_WAY), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
                                        "passes": w.passes, "consecutive_failures": w.failures, "last_error": w.last_error,
                                        "last_error_at": iso_time(w.last_error_at),
-                                       "quiet_ms": round(1000 * w.quiet_s), "passes_in": "process" if self.worker else "thread",
+                                       "quiet_ms": round(1000 * w.quiet_s), "passes_in": "none (read-only)" if self.read_only else "process" if self.worker else "thread",
                                        "worker_pid": self.worker.pid if self.worker else None}}
     return _result(json.dumps(s, ensure_ascii=False, indent=1, default=str), json.loads(json.dumps(s, default=str)))
 
@@ -506,7 +510,7 @@ def tool_maintain(self:MemoryServer, wait_seconds=60):
     msg = (f"pass failed: {failed}" if failed else "pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
     return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)), error=bool(failed))
 
-# %% ../nbs/08b_server.ipynb #c7a7d43b
+# %% ../nbs/08b_server.ipynb #a15b9233
 @patch
 def call(self:MemoryServer, name:str, # tool name
           arguments:dict|None, # its arguments
@@ -515,6 +519,7 @@ def call(self:MemoryServer, name:str, # tool name
     returns an error result (`is_error`) when the store or a pass fails, so the server keeps serving."""
     from setree.store import StoreBusy, StoreDamaged, StoreError
     a = check_arguments(name, arguments)
+    if name not in self.tools: raise InvalidParams(f"{name}: this server is read-only (started with --read-only): its tools are {', '.join(self.tools)}")
     kb, damaged = self.kb, self.writer.damaged
     if damaged is not None and name != "maintain":   # the server stops: nothing is queued or served from the cached tree meanwhile
         return _result(f"store error: {damaged}", {"error": str(damaged), "retryable": False}, error=True)
@@ -539,20 +544,23 @@ def call(self:MemoryServer, name:str, # tool name
         self.log.exception("tool %s failed", name)
         return _result(f"internal error in {name}: {type(e).__name__}: {e}", {"error": f"{type(e).__name__}: {e}", "retryable": False}, error=True)
 
-# %% ../nbs/08b_server.ipynb #91cdaf81
+# %% ../nbs/08b_server.ipynb #ce79bb08
 INSTRUCTIONS = ("setree is a long-term memory of short facts. Call `retrieve` with the user's question before answering "
                 "anything that may depend on earlier conversations; call `insert` when the user tells you something worth "
                 "remembering, `update` or `forget` (with the ids shown in `retrieve`) when a stored fact changed or is wrong.")
 
+READ_ONLY_INSTRUCTIONS = ("setree is a long-term memory of short facts, served read-only. Call `retrieve` with the user's question before "
+                          "answering anything that may depend on earlier conversations; this server cannot store, change or forget facts.")
+
 def make_server(app:MemoryServer # the knowledge base behind the tools
                )->Server:
-    "The SDK `Server` for `app`: `tools/list` and `tools/call`."
-    tools = tool_list()
+    "The SDK `Server` for `app`: `tools/list` (the tools `app` serves) and `tools/call`."
+    tools = [t for t in tool_list() if t.name in app.tools]
     async def list_tools(ctx, params): return mt.ListToolsResult(tools=tools)
     async def call_tool(ctx, params):
         try: return await anyio.to_thread.run_sync(app.call, params.name, params.arguments)
         except InvalidParams as e: raise MCPError(code=mt.INVALID_PARAMS, message=str(e)) from None
-    return Server("setree", version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server("setree", version=__version__, instructions=READ_ONLY_INSTRUCTIONS if app.read_only else INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
 
 # %% ../nbs/08b_server.ipynb #c576c002
 @contextmanager
@@ -787,7 +795,7 @@ def embedder_spec(name:str|None, # --embedder, or None
         return embedder_args(eid)
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #56e58049
+# %% ../nbs/08b_server.ipynb #c4f62764
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
@@ -797,7 +805,9 @@ def open_app(args)->MemoryServer:
     from setree.maintain import KnowledgeBase
     if "\x00" in args.db: raise UsageError(f"--db contains a NUL byte: {args.db!r}")
     check_llm_flags(args)
-    path = check_db(str(Path(args.db).expanduser().resolve()), create=True)   # (an empty file refused with the command line's next step)
+    ro = bool(getattr(args, "read_only", False))
+    if ro and args.summarizer != "extractive": raise UsageError("--read-only runs no maintenance pass: --summarizer does not apply; leave it out")
+    path = check_db(str(Path(args.db).expanduser().resolve()), create=not ro)   # (an empty file refused with the command line's next step)
     cfg = load_config(args.config)
     summ_kw = _chat_kwargs(args)
     spec = embedder_spec(args.embedder, path)
@@ -808,12 +818,13 @@ def open_app(args)->MemoryServer:
     if summ_kw is not None and args.passes == "thread":
         from setree.chat import ChatSummarizer
         summarizer = ChatSummarizer(**summ_kw)
-    with store_errors(): kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer)
+    with store_errors(): kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer, create=not ro, readonly=ro)
     try: kb.stats()   # the loader's check: a store whose tree cannot be loaded is refused now (`StoreDamaged`, exit 1), not in every call
     except BaseException: kb.close(); raise
-    if summ_kw is None and (n := sum(x == "chat" for x in kb.tree().summarizer)):   # (as `setree.cli.summarizer_note` says after a change's pass)
+    if not ro and summ_kw is None and (n := sum(x == "chat" for x in kb.tree().summarizer)):   # (as `setree.cli.summarizer_note` says after a change's pass)
         print(f"setree serve: note: {n} summar{'y' if n == 1 else 'ies'} of this store {'was' if n == 1 else 'were'} written by an LLM; this server's passes "
               "write extractive ones: start it with --summarizer chat (with --llm-base-url and --llm-model) to keep them alike", file=sys.stderr, flush=True)
+    if ro: return MemoryServer(kb, read_only=True)   # (no worker, no writer: nothing is ever written)
     worker = _start_worker(path, {"embedder": spec, "config": cfg.to_dict() if cfg else None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
     return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 
@@ -891,14 +902,15 @@ def stopped(e:BaseException # an error that ended the server
         todo += [*getattr(x, "exceptions", ()), x.__cause__, x.__context__]
     return False
 
-# %% ../nbs/08b_server.ipynb #777219bc
+# %% ../nbs/08b_server.ipynb #c7569026
 INTERRUPTED = "setree serve: interrupted"   # Ctrl-C or a stop signal: the one line, starting or serving (exit 128 + the signal's number)
 
 def _serve(app:MemoryServer):
     "Say what is served, then serve MCP on stdio until the client closes stdin."
     s = app.kb.stats()
     print(f"setree serve: knowledge base {s.get('path')} ({s.get('facts')} facts, {s.get('nodes')} nodes, pending {s.get('pending')}); "
-          f"embedder {s.get('embedder_id') or '(none yet)'}; passes in {'a worker process' if app.worker else 'the writer thread'}; serving MCP on stdio",
+          f"embedder {s.get('embedder_id') or '(none yet)'}; " + ("read-only: retrieve and stats only, no passes" if app.read_only else f"passes in {'a worker process' if app.worker else 'the writer thread'}")
+          + "; serving MCP on stdio",
           file=sys.stderr, flush=True)
     anyio.run(serve_stdio, app)
 

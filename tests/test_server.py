@@ -651,3 +651,26 @@ def test_a_stop_says_how_many_changes_stay_queued(tmp_path):
     assert r.returncode == 0, r.stderr
     r = subprocess.run([*SETREE, "stats", "--db", str(db), "--json"], text=True, capture_output=True, timeout=120)
     assert (json.loads(r.stdout)["facts"], json.loads(r.stdout)["pending"]) == (len(FACTS) + 1, 0), r.stdout
+
+def test_read_only_server_serves_reads_and_never_writes(tmp_path):
+    "`setree serve --read-only`: only retrieve and stats listed and run, every change refused as invalid params, the store's bytes unchanged; refused on a missing store."
+    db = tmp_path / "kb.db"
+    b = subprocess.run(SETREE + ["build", "-", "--db", str(db), "--embedder", "hashing"], input="the user keeps bees\nthe user sails on weekends\n",
+                       capture_output=True, text=True, timeout=120)
+    assert b.returncode == 0, b.stderr
+    before = db.read_bytes()
+    async def go():
+        async with session(db, "--read-only", embedder=None) as s:
+            assert [t.name for t in (await s.list_tools()).tools] == ["retrieve", "stats"]
+            got = await call(s, "retrieve", prompt="bees", budget=60)
+            assert "the user keeps bees" in texts(got), got
+            st = await call(s, "stats")
+            assert (st["read_only"], st["facts"]) == (True, 2), st
+            for tool, args in [("insert", {"facts": "the user owns a kayak"}), ("forget", {"ids": ["x"]}), ("maintain", {}), ("reset", {"confirm": True})]:
+                assert "this server is read-only (started with --read-only): its tools are retrieve, stats" in await refused(s, tool, **args)
+    run(go)
+    assert db.read_bytes() == before
+    p = subprocess.run(SERVE + serve_args(tmp_path / "none.db", "--read-only"), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and "no setree store at" in p.stderr and not (tmp_path / "none.db").exists(), (p.returncode, p.stderr)
+    p = subprocess.run(SERVE + serve_args(db, "--read-only", "--summarizer", "chat"), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and "--read-only runs no maintenance pass" in p.stderr, (p.returncode, p.stderr)
