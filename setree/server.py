@@ -12,7 +12,7 @@ from pathlib import Path
 __all__ = ['TOOLS', 'SERVER_WAY', 'READ_TOOLS', 'READ_ONLY_WAY', 'INSTRUCTIONS', 'READ_ONLY_INSTRUCTIONS', 'INTERRUPTED',
            'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids', 'check_arguments', 'Writer',
            'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server', 'stdout_to_stderr', 'read_message',
-           'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app', 'cmd_serve', 'stopped', 'main']
+           'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app', 'cmd_serve', 'left_note', 'stopped', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -305,13 +305,12 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #6a257c3a
+# %% ../nbs/08b_server.ipynb #fc7ce8db
 def _pass_worker(conn, path:str, spec:dict):
     "Body of the worker process: open the knowledge base once, then one pass per request until a None request. Ignores Ctrl-C (SIGINT): the parent stops it."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try: os.nice(int(spec.get("nice", 10)))
     except OSError: pass
-    from setree.build import Config
     from setree.embed import get_embedder
     from setree.maintain import KnowledgeBase
 
@@ -320,7 +319,7 @@ def _pass_worker(conn, path:str, spec:dict):
         from setree.chat import ChatSummarizer
         summ = ChatSummarizer(**spec["summarizer"])
     emb = get_embedder(spec["embedder"][0], **spec["embedder"][1])
-    cfg = Config.from_dict(spec["config"]) if spec.get("config") is not None else None
+    cfg = dict(spec["config"]) if spec.get("config") else None   # the config file's keys, over the stored config (as `KnowledgeBase` reads a dict)
     with KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summ) as kb:
         conn.send(("ready", os.getpid()))
         try:
@@ -795,7 +794,7 @@ def embedder_spec(name:str|None, # --embedder, or None
         return embedder_args(eid)
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #c4f62764
+# %% ../nbs/08b_server.ipynb #a58a1f25
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
@@ -825,7 +824,7 @@ def open_app(args)->MemoryServer:
         print(f"setree serve: note: {n} summar{'y' if n == 1 else 'ies'} of this store {'was' if n == 1 else 'were'} written by an LLM; this server's passes "
               "write extractive ones: start it with --summarizer chat (with --llm-base-url and --llm-model) to keep them alike", file=sys.stderr, flush=True)
     if ro: return MemoryServer(kb, read_only=True)   # (no worker, no writer: nothing is ever written)
-    worker = _start_worker(path, {"embedder": spec, "config": cfg.to_dict() if cfg else None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
+    worker = _start_worker(path, {"embedder": spec, "config": cfg or None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
     return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 
 # %% ../nbs/08b_server.ipynb #cc86a881
@@ -865,7 +864,7 @@ def _exit_soon(app, code:int, line:str, wait_s:float=5.0):
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #370294fb
+# %% ../nbs/08b_server.ipynb #54e29707
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 128 + the signal's number when stopped (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 1 otherwise (a damaged store, at start or while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
@@ -887,7 +886,14 @@ def cmd_serve(args # parsed `add_serve_args` arguments
         if not isinstance(e, Exception): raise
         log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
     finally: app.close()
+    if note := left_note(app): print(f"setree serve: the client closed the connection; {note}", file=sys.stderr)
     return 0
+
+def left_note(app:MemoryServer # a closed server
+             )->str|None: # None when nothing stays queued (or the close could not count it)
+    "What a closed server leaves for the next pass: its changes stay queued, durable."
+    n = getattr(app, "left_queued", None)
+    return f"{n} queued change{'s' * (n != 1)} not applied yet stay{'s' * (n == 1)} queued: the next start (or `setree maintain --db {app.kb.path}`) applies {'them' if n != 1 else 'it'}" if n else None
 
 # %% ../nbs/08b_server.ipynb #4d81e18a
 def stopped(e:BaseException # an error that ended the server

@@ -674,3 +674,16 @@ def test_read_only_server_serves_reads_and_never_writes(tmp_path):
     assert p.returncode == 2 and "no setree store at" in p.stderr and not (tmp_path / "none.db").exists(), (p.returncode, p.stderr)
     p = subprocess.run(SERVE + serve_args(db, "--read-only", "--summarizer", "chat"), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and "--read-only runs no maintenance pass" in p.stderr, (p.returncode, p.stderr)
+
+def test_serve_with_a_config_file(tmp_path):
+    "`--config` (and $SETREE_CONFIG) with passes in the worker process: the server starts and its passes run (before: AttributeError at start, exit 1)."
+    db, cfg = tmp_path / "kb.db", tmp_path / "cfg.json"
+    cfg.write_text('{"default_budget": 40}', encoding="utf-8")
+    async def go(*extra, env=None):
+        async with session(db, *extra, env=env) as s:
+            ack = await call(s, "insert", facts=["the user keeps bees", "the user sails on weekends", "the user reads maps"])
+            await visible(s, ack["seq"])
+            got = await call(s, "retrieve", prompt="bees")
+            assert got["budget"] == 40 and got["status"] == "ok", got
+    run(lambda: go("--config", cfg))
+    run(lambda: go(env={"SETREE_CONFIG": str(cfg)}))
