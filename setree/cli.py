@@ -11,7 +11,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING',
            'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer', 'number',
-           'positive_seconds', 'store_errors', 'check_db', 'check_llm_flags', 'check_store_embedder',
+           'positive_seconds', 'db_path', 'store_errors', 'check_db', 'check_llm_flags', 'check_store_embedder',
            'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build', 'repeated_ids', 'repeated_note',
            'merged_note', 'ack_lines', 'summarizer_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain',
            'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_export', 'cmd_stats',
@@ -175,12 +175,18 @@ def _depth(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #27590b26
+# %% ../nbs/08_cli.ipynb #ba11cb48
 def positive_seconds(s:str)->float:
     "argparse type for --llm-timeout: a positive, finite number of seconds."
     v = float(s) if _NUM.fullmatch(s.strip()) else -1.0
     if not 0 < v < float("inf"): raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {s!r}")
     return v
+
+def db_path(s:str)->str:
+    "argparse type for --db: the path with a leading `~` expanded, the same for every command; an empty path or one with a NUL byte is refused."
+    if not s.strip(): raise argparse.ArgumentTypeError(f"is empty ({s!r}): give the path of the store file, e.g. --db kb.db")
+    if "\x00" in s: raise argparse.ArgumentTypeError(f"contains a NUL byte: {s!r}")
+    return os.path.expanduser(s)
 
 def _positive_int(s:str)->int:
     """argparse type for budgets: only positive integers in ASCII digits ('12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused), in the
@@ -733,11 +739,11 @@ def _millis(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #49876cb4
+# %% ../nbs/08_cli.ipynb #ea7aa052
 def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parser of its own)
                   )->argparse.ArgumentParser:
     "The arguments of `setree serve` (here, not in `setree.server`: `setree serve --help` works without the MCP SDK installed)."
-    p.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file; created if missing). Fixed for the server's life")
+    p.add_argument("--db", required=True, type=db_path, help="the knowledge-base store (an SQLite file; created if missing). Fixed for the server's life")
     p.add_argument("--config", default=None, help="strict JSON build/maintenance config: its keys change the stored ones (default: $SETREE_CONFIG)")
     p.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own (MiniLM for a new store)")
     p.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive", help="summaries of maintenance passes")
@@ -1096,10 +1102,10 @@ class _Parser(argparse.ArgumentParser):
         if _JSON_ERRORS[0]: _print_json(error_data(UsageError(message), 2))
         super().error(message)
 
-# %% ../nbs/08_cli.ipynb #adf010b5
+# %% ../nbs/08_cli.ipynb #6a40e9e1
 def _common(sp, config:bool=True, json_help:str="machine-readable output"):
     "--db, --json and (unless `config` is False) --config."
-    sp.add_argument("--db", required=True, help="the knowledge-base store (an SQLite file)")
+    sp.add_argument("--db", required=True, type=db_path, help="the knowledge-base store (an SQLite file; a leading ~ is your home directory)")
     sp.add_argument("--json", action="store_true", help=json_help)
     if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG)")
 
