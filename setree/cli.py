@@ -385,7 +385,7 @@ def replace_note(rep:dict, # a pass report
     return (f"this pass applied the {op} queued as seq {seq}{f' before this {ack.op}' if ack is not None else ''}, "
             f"which {'deleted' if op == 'reset' else 'replaced'} {held}")
 
-# %% ../nbs/08_cli.ipynb #850cec1b
+# %% ../nbs/08_cli.ipynb #09dab455
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
@@ -399,7 +399,7 @@ def cmd_build(args)->int:
         if rep == BUSY: return _build_busy(args, ack)
         tree, path = kb.tree(), str(kb.path); cfg = kb.config(tree)   # (what the build used: the flags and file over the stored config)
     replaced = rep.get("replaced") or before   # the pass's own count (a fact another process added meanwhile is replaced too); a damaged store's pass starts from nothing: its rows
-    data = {**_build_data(tree, cfg, len(facts), replaced, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
+    data = {**_build_data(tree, cfg, len(ack.ids) - len(set(ack.ids)), replaced, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
@@ -433,13 +433,14 @@ def _build_busy(args, ack)->int:
          {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
     return 0
 
-# %% ../nbs/08_cli.ipynb #d7122b57
-def _build_data(tree, cfg, n_input:int, before:int, t0:float, path:str)->dict:
-    "The report of a finished build of `n_input` facts that started at `t0` (`time.perf_counter`), `before` facts replaced."
+# %% ../nbs/08_cli.ipynb #25a0c5c5
+def _build_data(tree, cfg, n_dup:int, before:int, t0:float, path:str)->dict:
+    """The report of a finished build that started at `t0` (`time.perf_counter`): `n_dup` given items repeated an earlier one's text (counted
+    from the build's own ids, not from the tree, which also holds what another process inserted meanwhile), `before` facts replaced."""
     from setree.build import build_counts
     counts = build_counts(tree, cfg)
     return {"db": path, "facts": tree.n_facts, "nodes": tree.n_nodes, "depth": int(tree.depth.max(initial=0)) if tree.n_nodes else 0,
-            "seconds": round(time.perf_counter() - t0, 3), "duplicates_dropped": n_input - tree.n_facts,
+            "seconds": round(time.perf_counter() - t0, 3), "duplicates_dropped": n_dup,
             "summarizer_fallbacks": sum(counts["fallbacks"].values()), "fallback_reasons": counts["fallbacks"],
             "below_faithfulness_threshold": counts["below_threshold"], "truncated_facts": int(tree.truncated.sum()) if tree.truncated is not None else 0,
             "replaced_facts": before, "longest_fact_tokens": int(tree.tokens[:tree.n_facts].max()) if tree.n_facts else 0, "default_budget": cfg.default_budget}
