@@ -23,13 +23,15 @@ class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
     def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
-# %% ../nbs/08_cli.ipynb #5c367f03
+# %% ../nbs/08_cli.ipynb #c1c9563e
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file (a `.jsonl` line's refusal in JSON's words, `in_json`)."
     from setree.core import as_facts
     text, kind, path = _fact_source(path)
-    if kind is None: kind = _stdin_kind(text)
+    if not kind: kind = _stdin_kind(text)   # stdin, a pipe, or a file without an extension (`setree export --out backup`): told by its first line
+    elif kind == ".txt" and _first_line_is_object(text):
+        print(f"setree: note: {path} is read as one fact per line (a .txt file), but its first line is a JSON object; name it .jsonl to read each line's text, id and meta", file=sys.stderr)
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
     numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
     if not numbered: raise UsageError(f"{path}: no facts in the {'input' if path == 'stdin' else 'file'}")
@@ -1080,8 +1082,8 @@ def cmd_eval(args)->int:
     print(f"{len(rows)} rows written to {Path(args.out).resolve()}", file=sys.stderr)
     return 0
 
-# %% ../nbs/08_cli.ipynb #90ea74ca
-STDIN_FORMAT = "read as JSON lines when its first non-blank line is a JSON object, else as one fact per line"   # (`read_facts`), in --help
+# %% ../nbs/08_cli.ipynb #86a53ebc
+STDIN_FORMAT = "stdin, and a file without an extension, are read as JSON lines when the first non-blank line is a JSON object, else as one fact per line"   # (`read_facts`), in --help
 EMBEDDER_HELP = "minilm: all-MiniLM-L6-v2, offline (the default); hashing: a tiny deterministic feature-hashing embedder for tests and teaching, far weaker at retrieval"
 
 def _parser()->argparse.ArgumentParser:
@@ -1118,10 +1120,10 @@ def _summarizer_args(sp):
     sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
     sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
 
-# %% ../nbs/08_cli.ipynb #98481567
+# %% ../nbs/08_cli.ipynb #7c98f7b5
 def _build_parser(sub):
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); _common(b); _summarizer_args(b)
-    b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin: " + STDIN_FORMAT)
+    b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin; " + STDIN_FORMAT)
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
     b.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own (minilm for a new store); " + EMBEDDER_HELP)
     b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts, in the same order, and seed give the same tree")
@@ -1141,7 +1143,7 @@ def _retrieve_parser(sub):
         r.add_argument("--" + k.replace("_", "-"), dest=k, type=number, default=None, help=f"{h} (config {k}; default: the stored tree's)")
     r.add_argument("--glimpse", type=integer, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
 
-# %% ../nbs/08_cli.ipynb #b0dfe003
+# %% ../nbs/08_cli.ipynb #cd3305ab
 def _change_parser(sub, name:str, help:str):
     sp = sub.add_parser(name, help=help); _common(sp); _summarizer_args(sp)
     sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")
@@ -1149,7 +1151,7 @@ def _change_parser(sub, name:str, help:str):
     return sp
 
 def _change_parsers(sub):
-    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or - for stdin: " + STDIN_FORMAT)
+    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or - for stdin; " + STDIN_FORMAT)
     _change_parser(sub, "forget", "delete facts by id").add_argument("ids", nargs="+", metavar="ID", help="fact ids, as `retrieve --json` and `inspect` show them")
     u = _change_parser(sub, "update", "change the text of a fact, keeping its id")
     u.add_argument("id", metavar="ID", help="the fact's id (`retrieve --json`, `inspect`)"); u.add_argument("text", metavar="TEXT", help="its new text")
