@@ -118,13 +118,14 @@ def _ymd(s:str):
     except ValueError: return None   # no such day (30 February, month 13)
     return y, mo, d
 
-# %% ../nbs/06_cover.ipynb #f45844ad
+# %% ../nbs/06_cover.ipynb #c2945efe
 _MS_FROM = 1e11   # a number of at least this is milliseconds since 1970, not seconds (see above)
+_MARKER_LIKE = re.compile(r"\[([fs][0-9]+)\]")   # what a context's markers look like, `[f1]`, `[s2]`: never part of a date line
 
 def _date_text(value)->str:
-    "An unreadable date as its line shows it: one line, JSON for a list or object, no square brackets, at most 40 characters."
+    "An unreadable date as its line shows it: one line, JSON for a list or object, nothing that reads as a marker, at most 40 characters."
     s = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
-    s = one_line(s).strip().replace("[", "(").replace("]", ")")
+    s = _MARKER_LIKE.sub(r"(\1)", one_line(s).strip())
     return s if len(s) <= 40 else s[:39].rstrip() + "…"
 
 def compact_date(value # a fact's date: a string, or a number of seconds since 1970 (UTC); None or '' for none
