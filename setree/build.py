@@ -86,17 +86,23 @@ class Config:
         try: return cls.from_dict(_config_object(data))
         except (ValueError, TypeError) as e: raise type(e)(f"{path}: {e}") from None
 
-# %% ../nbs/05_build.ipynb #5cdfec86
+# %% ../nbs/05_build.ipynb #b349a778
 def _config_object(data:bytes)->dict:
     "The JSON value of a config file's bytes; every refusal starts with `config:`, as `Config`'s own do."
-    try: text = data.decode("utf-8")
+    try: text = data.decode("utf-8-sig")   # (a byte-order mark is no part of the JSON, as in a fact file)
     except UnicodeDecodeError as e: raise ValueError(f"config: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    try: return json.loads(text, parse_constant=_no_constant, object_pairs_hook=unique_keys)
+    try: return json.loads(text, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as e: raise ValueError(f"config: not valid JSON ({e})") from None
     except RepeatedKey as e: raise ValueError(f"config: {e}") from None   # JSON would keep the last value silently
 
 def _no_constant(c:str):
     raise ValueError(f"config: {c} is not allowed (strict JSON has no NaN or Infinity)")
+
+def _finite(s:str)->float:
+    "A JSON number as a float; one too large for a float (`1e309`) is refused: it would read as infinity, which strict JSON has not."
+    v = float(s)
+    if not math.isfinite(v): raise ValueError(f"config: the number {s} is too large (it would read as infinity, which strict JSON has not)")
+    return v
 
 # %% ../nbs/05_build.ipynb #cba9d1d2
 @patch

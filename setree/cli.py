@@ -129,15 +129,15 @@ def json_type(v)->str:
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
             else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #32b860f3
+# %% ../nbs/08_cli.ipynb #e007c040
 def load_config(path:str|None, # --config value, or None
                )->dict|None: # {key: checked value} of the keys the file gives, or None
     "The keys of the config file named by `--config` or `$SETREE_CONFIG` (empty = not given), checked as `Config.from_json` checks them; None when neither. Raises `UsageError`."
-    from setree.build import Config
+    from setree.build import Config, _config_object
     if path == "": raise UsageError("--config needs a file path")
     path = path or os.environ.get("SETREE_CONFIG") or None
     if path is None: return None
-    try: c = Config.from_json(path); return {k: getattr(c, k) for k in json.loads(Path(path).read_bytes())}   # (read again once checked: which keys it gives)
+    try: c = Config.from_json(path); return {k: getattr(c, k) for k in _config_object(Path(path).read_bytes())}   # (read again once checked: which keys it gives)
     except FileNotFoundError: raise UsageError(f"config file not found: {path}") from None
     except IsADirectoryError: raise UsageError(f"config file {path} is a directory") from None
     except (ValueError, TypeError) as e: raise UsageError(str(e)) from None   # 'PATH: config …'
