@@ -38,11 +38,11 @@ class EmbedderMismatch(StoreError):
 class StoreBusy(StoreError):
     "Another connection held the write lock longer than the busy timeout (retry), or changed a store read without locks (open it again)."
 
-# %% ../nbs/07_store.ipynb #6ee3ca70
+# %% ../nbs/07_store.ipynb #bca1c4d6
 DAMAGED_NEXT = ("next step: restore a copy of the store, or rebuild it from its facts: `setree export --db PATH --out facts.jsonl` reads them "
                 "without the tree, then `setree build facts.jsonl --db PATH --replace`")
-CORRUPT_NEXT = ("next step: restore a copy of the store, or move the file aside (with its -wal file, if there is one; keep them: they may "
-                "still hold facts) and build anew with `setree build FACTS --db PATH`")   # (SQLite cannot read the file: no replace can write to it)
+CORRUPT_NEXT = ("next step: restore a copy of the store, or save the facts SQLite can still read (`setree export --db PATH --out facts.jsonl`), "
+                "move the file aside (with its -wal file, if there is one; keep them: they may still hold facts) and build anew with `setree build facts.jsonl --db PATH`")   # (SQLite cannot read the file: no replace can write to it)
 
 class StoreDamaged(StoreError):
     "The store opens, but its rows do not make a tree (or SQLite's check fails): `load`, `stats` and every change refuse it alike. The message ends with the way out, `next_step`: `DAMAGED_NEXT` (a replacing build rewrites every row), or `CORRUPT_NEXT` when SQLite cannot read the file at all (no write can mend it); `detail` is the damage alone."

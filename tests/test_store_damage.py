@@ -166,7 +166,10 @@ def test_a_truncated_file_is_damaged_exit_1(tmp_path):                      # be
     for args in (("stats",), ("retrieve", "fact")):
         p = run(*args, "--db", db)
         assert p.returncode == 1 and len(lines(p)) == 1 and "is damaged: database disk image is malformed" in p.stderr, (args, p.stderr)
-        assert p.stderr.rstrip().endswith("move the file aside (with its -wal file, if there is one; keep them: they may still hold facts) and build anew with `setree build FACTS --db PATH`"), p.stderr
+        assert p.stderr.rstrip().endswith("move the file aside (with its -wal file, if there is one; keep them: they may still hold facts) and build anew with `setree build facts.jsonl --db PATH`"), p.stderr
+    # the advice names export, which gives back the fact rows SQLite can still read (before: the advice left it out), or says in one line why it cannot
+    p = run("export", "--db", db, "--out", tmp_path / "saved.jsonl")
+    assert "Traceback" not in p.stderr and (p.returncode == 0 or (p.returncode == 1 and len(lines(p)) == 1)), (p.returncode, p.stderr)
     # the advice works (before: it said `--replace`, which SQLite cannot do on a file it cannot read, and failed with the same message)
     p = run("build", tmp_path / "f.txt", "--db", db, "--replace", "--embedder", "hashing", "--quiet")
     assert p.returncode == 1 and "move the file aside" in p.stderr, p.stderr
