@@ -9,14 +9,15 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING',
-           'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer', 'number',
-           'positive_seconds', 'db_path', 'store_errors', 'check_db', 'check_llm_flags', 'check_store_embedder',
-           'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build', 'repeated_ids', 'repeated_note',
-           'merged_note', 'ack_lines', 'summarizer_note', 'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain',
-           'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve', 'cmd_export', 'cmd_stats',
-           'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo', 'cmd_import_locomo', 'cmd_eval',
-           'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json', 'plain_numbers', 'in_json']
+__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'UNREADABLE_NEXT', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP',
+           'CLUSTERING', 'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer',
+           'number', 'positive_seconds', 'db_path', 'store_errors', 'check_db', 'check_llm_flags',
+           'check_store_embedder', 'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build',
+           'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'summarizer_note', 'cmd_insert', 'cmd_forget',
+           'cmd_update', 'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
+           'cmd_export', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
+           'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json',
+           'plain_numbers', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -909,13 +910,18 @@ def _write_whole(arg:str, # the --out given
         raise OSError(f"cannot write --out {arg}: {e.strerror or e}; nothing was written") from None
     return dst
 
-# %% ../nbs/08_cli.ipynb #f906dc42
+# %% ../nbs/08_cli.ipynb #15cf9043
+UNREADABLE_NEXT = ("next step: restore a copy of the store, or move the file aside (with its -wal file, if there is one) and build anew from "
+                   "your own copy of the facts, `setree build FILE --db PATH`")   # (export's way out when SQLite cannot read even the fact rows)
+
 def cmd_export(args)->int:
     "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta), written by `_write_whole`; from a damaged store, the fact rows it holds (`Store.fact_rows`)."
     from setree.store import StoreDamaged
     try: tree, path, state = _load_tree(args.db); facts = tree.facts; _queued(args, state)   # (changes still queued are not in it: said on stderr)
     except StoreDamaged as e:   # the facts are what a damaged store must give back: read without the tree
-        with _open_store(args.db) as st: facts, path = st.fact_rows(), str(st.path)
+        try:
+            with _open_store(args.db) as st: facts, path = st.fact_rows(), str(st.path)
+        except StoreDamaged as e2: raise StoreDamaged(f"{e2.detail}; export cannot read its fact rows either", UNREADABLE_NEXT) from None
         print(f"setree: note: {e.detail}; exported are the {len(facts)} fact rows it holds, read without its tree", file=sys.stderr)
     data = "".join(json.dumps({"id": f.id, "text": f.text, **({"meta": f.meta} if f.meta else {})}, ensure_ascii=False) + "\n" for f in facts).encode("utf-8")
     if args.out == "-": (sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else sys.stdout.write(data.decode("utf-8"))); return 0
