@@ -43,12 +43,12 @@ _FACT = {"anyOf": [
 def _schema(props:dict, required=()):
     return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
 
-# %% ../nbs/08b_server.ipynb #e2de27b0
+# %% ../nbs/08b_server.ipynb #26b6354d
 TOOLS = {   # name: (description, JSON schema of the arguments); `tools/list` lists them in this order
  "retrieve": ("Recall what this memory knows that is relevant to a prompt. Returns a context of at most `budget` tokens: the most "
               "relevant stored facts verbatim, and short summaries standing in for groups of related facts that do not fit one by one. "
               "Each line is marked `[f1]`, `[f2]`, … for a fact and `[s1]`, … for a summary, numbered within this context; after the context a "
-              "line `fact ids: f1=<id>, …` (not counted in `budget`: about 14 tokens per fact shown) gives the stored id of every fact shown, which is what `update` and `forget` take. "
+              "line `fact ids: f1=<id>, …` (not counted in `budget`: about 14 tokens per fact shown) gives the stored id of every fact shown, which is what `update` and `forget` take (an id holding a comma, `=`, a quote or a space is written as a JSON string). "
               "Call it before answering anything that may depend on what the user said earlier. Read-only and fast; it answers from the "
               "last applied state and never waits for queued changes: when some wait, `pending` counts them and a note after the context (`pending_note`) says so. `status` is `ok`, `empty` (nothing stored yet) or "
               "`budget_too_small` (then `min_budget` is the smallest budget that returns something).",
@@ -391,11 +391,17 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #a6a878ba
+# %% ../nbs/08b_server.ipynb #7dcbe90e
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
     return mt.CallToolResult(content=[_text(text)], structured_content=data, is_error=error)
+
+_ID_NEEDS_QUOTES = re.compile(r'[,="\s]')   # what would make `fact ids: f1=ID, f2=ID` ambiguous
+
+def _id_text(fid:str)->str:
+    "A fact id in the `fact ids:` line: as it is, or as a JSON string when it holds a comma, `=`, a quote or whitespace (an id stored before whitespace was refused)."
+    return json.dumps(fid, ensure_ascii=False) if _ID_NEEDS_QUOTES.search(fid) else fid
 
 def _retrieve_text(c, note:str|None=None # `queued_note` of the changes waiting in the queue, or None
                   )->str:
@@ -404,7 +410,7 @@ def _retrieve_text(c, note:str|None=None # `queued_note` of the changes waiting 
     if c.status == "empty": text = EMPTY_KB
     elif c.status == "budget_too_small": text = f"(budget {c.budget} is too small: the smallest budget that returns something is {c.min_budget})"
     else:
-        ids = ", ".join(f"{it.marker}={it.fact_ids[0]}" for it in c.items if it.kind == "fact")
+        ids = ", ".join(f"{it.marker}={_id_text(it.fact_ids[0])}" for it in c.items if it.kind == "fact")
         text = c.render() + (f"\n\nfact ids: {ids}" if ids else "")
     return text + (f"\n\nnote: {note}" if note else "")
 
