@@ -1111,12 +1111,13 @@ class _Parser(argparse.ArgumentParser):
         if _JSON_ERRORS[0]: _print_json(error_data(UsageError(message), 2))
         super().error(message)
 
-# %% ../nbs/08_cli.ipynb #6a40e9e1
+# %% ../nbs/08_cli.ipynb #901d718a
 def _common(sp, config:bool=True, json_help:str="machine-readable output"):
     "--db, --json and (unless `config` is False) --config."
     sp.add_argument("--db", required=True, type=db_path, help="the knowledge-base store (an SQLite file; a leading ~ is your home directory)")
     sp.add_argument("--json", action="store_true", help=json_help)
-    if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG)")
+    if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG): its keys override the stored config; "
+                                                             "a command that runs a pass stores them for later commands (`setree stats` shows config_changes)")
 
 def _summarizer_args(sp):
     "--summarizer and the three flags of a chat summarizer (`check_llm_flags` refuses them without --summarizer chat)."

@@ -16,7 +16,7 @@ from .fidelity import compute_order, finalize
 __all__ = ['DAMAGED_NEXT', 'CORRUPT_NEXT', 'SCHEMA_VERSION', 'FORMAT', 'CHUNK_BYTES', 'WAL_PAGES', 'CACHE_KIB', 'FACT_ARRAYS',
            'DERIVED_FIELDS', 'STORED_ARRAYS', 'StoreError', 'EmbedderMismatch', 'StoreBusy', 'StoreDamaged',
            'InvalidTree', 'register_fact_array', 'norm_text', 'store_bytes', 'Store', 'empty_tree', 'check_meta',
-           'check_counts', 'counts_in', 'tree_diff', 'synthetic_tree']
+           'check_counts', 'counts_in', 'config_changes', 'tree_diff', 'synthetic_tree']
 
 # %% ../nbs/07_store.ipynb #adcbbb82
 def _seconds(v, name:str)->float:
@@ -890,12 +890,20 @@ def _canonical_level(lv:ClusterLevel)->ClusterLevel:
                         community=np.asarray(lv.community)[o], knn_idx=np.where(idx >= 0, inv[np.maximum(idx, 0)], -1),
                         knn_sim=np.asarray(lv.knn_sim)[o])
 
-# %% ../nbs/07_store.ipynb #acfd2020
+# %% ../nbs/07_store.ipynb #63206b0f
+def config_changes(stored:dict # a store's config (`Tree.config`)
+                  )->dict: # {key: value} of the stored values that differ from `setree.build.Config`'s defaults, the seed left out
+    "The stored config in brief: what differs from the defaults."
+    from setree.build import Config
+    d = Config().to_dict()   # (in the stored form: an infinite min_score is null)
+    return {k: v for k, v in stored.items() if k in d and k != "seed" and v != d[k]}
+
+# %% ../nbs/07_store.ipynb #a9c4c3cf
 @patch
 def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), read in the same transaction
           check_tree:bool=True, # also read the tree as `load` does (its check); False: SQLite's quick_check only
          )->dict:
-    "Summary of the store, read in one transaction: facts, nodes, levels, depth, embedder_id, seed, schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreDamaged` for a damaged file (SQLite `PRAGMA quick_check`) or rows `load` refuses (its message)."
+    "Summary of the store, read in one transaction: facts, nodes, levels, depth, embedder_id, seed, config_changes (`config_changes`), schema_version, summarizers, truncated, path, integrity, size_bytes. Raises `StoreDamaged` for a damaged file (SQLite `PRAGMA quick_check`) or rows `load` refuses (its message)."
     def read(con):
         meta = _meta(con); check_meta(self.path, meta)
         n_facts = con.execute("SELECT count(*) FROM facts").fetchone()[0]
@@ -903,7 +911,7 @@ def stats(self:Store, queue:bool=False, # also the queue state (`queue_state`), 
         out = dict(path=str(self.path), facts=n_facts, nodes=con.execute("SELECT count(*) FROM nodes").fetchone()[0],
                    levels=con.execute("SELECT coalesce(max(level), 0) FROM nodes").fetchone()[0],
                    depth=json.loads(meta.get("depth", "null")), embedder_id=meta.get("embedder_id", ""),
-                   seed=json.loads(meta.get("seed", "null")), schema_version=int(meta["schema_version"]),
+                   seed=json.loads(meta.get("seed", "null")), config_changes=config_changes(json.loads(meta.get("config", "{}"))), schema_version=int(meta["schema_version"]),
                    summarizers=dict(con.execute(f"SELECT summarizer, count(*) FROM nodes WHERE {internal[0]} GROUP BY summarizer ORDER BY summarizer", internal[1])),
                    truncated=con.execute("SELECT coalesce(sum(truncated), 0) FROM facts").fetchone()[0])
         if queue: out.update(_queue_in(con) if self.version >= 2 else dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None))
