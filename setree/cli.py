@@ -910,14 +910,15 @@ def _write_whole(arg:str, # the --out given
         raise OSError(f"cannot write --out {arg}: {e.strerror or e}; nothing was written") from None
     return dst
 
-# %% ../nbs/08_cli.ipynb #15cf9043
+# %% ../nbs/08_cli.ipynb #61ef1d54
 UNREADABLE_NEXT = ("next step: restore a copy of the store, or move the file aside (with its -wal file, if there is one) and build anew from "
                    "your own copy of the facts, `setree build FILE --db PATH`")   # (export's way out when SQLite cannot read even the fact rows)
 
 def cmd_export(args)->int:
     "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta), written by `_write_whole`; from a damaged store, the fact rows it holds (`Store.fact_rows`)."
     from setree.store import StoreDamaged
-    try: tree, path, state = _load_tree(args.db); facts = tree.facts; _queued(args, state)   # (changes still queued are not in it: said on stderr)
+    q = {"pending": None, "pending_note": None}   # (a damaged store's queue is not read)
+    try: tree, path, state = _load_tree(args.db); facts = tree.facts; q = _queued(args, state)   # (changes still queued are not in it: said on stderr)
     except StoreDamaged as e:   # the facts are what a damaged store must give back: read without the tree
         try:
             with _open_store(args.db) as st: facts, path = st.fact_rows(), str(st.path)
@@ -926,7 +927,7 @@ def cmd_export(args)->int:
     data = "".join(json.dumps({"id": f.id, "text": f.text, **({"meta": f.meta} if f.meta else {})}, ensure_ascii=False) + "\n" for f in facts).encode("utf-8")
     if args.out == "-": (sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else sys.stdout.write(data.decode("utf-8"))); return 0
     out = _write_whole(args.out, data, Path(path).resolve())
-    if getattr(args, "json", False): _out(args, None, {"exported": len(facts), "out": str(out)})
+    if getattr(args, "json", False): _out(args, None, {"exported": len(facts), "out": str(out), "pending": q["pending"], "pending_note": q["pending_note"]})
     else: print(f"exported {len(facts)} fact{'s' * (len(facts) != 1)} -> {args.out}", file=sys.stderr)
     return 0
 

@@ -169,7 +169,7 @@ class _Unchanged(Exception):
     "Raised inside a change's transaction when it changes nothing (an insert of stored texts only, an update to the fact's own text): nothing is written."
     def __init__(self, seq:int): self.seq = seq
 
-# %% ../nbs/07b_maintain.ipynb #6bb5c065
+# %% ../nbs/07b_maintain.ipynb #d915a180
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
@@ -195,11 +195,14 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
     return Ack(seq, "insert", check.ids, check.already, check.merged, check.queued, check.kept)
 
 _MARKER_LIKE = re.compile(r"\[?([fs][0-9]{1,9})\]?(?:=(\S+))?")   # a context's marker, [f1], or its fact-ids entry f1=ID
+_STRAY = ",;\"' \t"   # what a copied id may carry at its ends
 
 def _unknown_ids(ids:list)->str:
     "The refusal of unknown ids; ids that look like a context's markers get a hint (a context numbers its markers anew)."
     msg, m = f"unknown fact id(s): {ids[:20]}", [(i, _MARKER_LIKE.fullmatch(i)) for i in ids]
     m = [(i, x) for i, x in m if x]
+    odd = next((i for i in ids if i.strip(_STRAY) and i != i.strip(_STRAY)), None)   # copied with the `fact ids:` line's comma, or quoted
+    if odd is not None: msg += f" ({odd!r} has a comma, quote or space at its ends: did you mean {odd.strip(_STRAY)!r}?)"
     if not m: return msg
     meant = [x[2] for _, x in m if x[2]]
     return msg + (f" ({', '.join(i for i, _ in m[:3])} {'looks' if len(m) == 1 else 'look'} like the markers of a retrieved context, not stored ids; "
