@@ -5,8 +5,13 @@ same code, the same exit codes and the same one-line errors without paying for a
 library and a new load of the embedding model each time. Tests whose point is the process boundary (hash seeds,
 determinism across processes, the console script itself) pass `fresh=True`.
 """
-import contextlib, io, os, subprocess, sys, traceback
+import contextlib, io, os, signal, subprocess, sys, traceback
 import pytest
+
+# A shell starts a background job (`cmd &`, `nohup cmd &`) with SIGINT ignored, and every process it starts inherits that: the setree
+# processes these tests stop with Ctrl-C would never see it. An ignored signal stays ignored across exec, a handled one is reset to its
+# default, so this process handles SIGINT again (Python's own handler) and every child it starts begins with SIGINT at its default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN: signal.signal(signal.SIGINT, signal.default_int_handler)
 
 CODE = "import sys; from setree.cli import main; sys.exit(main(sys.argv[1:]))"
 
