@@ -1388,16 +1388,20 @@ def tree(self:KnowledgeBase)->Tree:
         if self._cache is None or self._cache[0] <= t._generation: self._cache = (t._generation, t)
     return t
 
-# %% ../nbs/07b_maintain.ipynb #3f87268b
+# %% ../nbs/07b_maintain.ipynb #de3da307
 @patch
 def retrieve(self:KnowledgeBase, prompt:str, # the prompt
              budget:int|None=None, # tokens; None: the config's default_budget
              params=None, # `setree.cover.CoverParams`; None: the stored calibrated values
             ):
-    "`setree.cover.retrieve` on the last committed tree -> `Cover` (an explicit empty cover for an empty knowledge base)."
-    from setree.cover import retrieve
+    """`setree.cover.retrieve` on the last committed tree -> `Cover` (an explicit empty cover for an empty knowledge base). A config given to
+    the knowledge base applies at once: its `default_budget` and cover parameters over the stored ones (`config`), before any pass stores them."""
+    from setree.cover import CoverParams, retrieve
     t = self.tree()
     emb = self._embedder if self._embedder is not None and getattr(self._embedder, "identity", None) == t.embedder_id else None
+    if self._config is not None or self._over:
+        c = self.config(t)
+        budget, params = (c.default_budget if budget is None else budget), (CoverParams.from_config(c) if params is None else params)
     return retrieve(t, prompt, budget=budget, params=params, embedder=emb)
 
 # %% ../nbs/07b_maintain.ipynb #0791b8b5
