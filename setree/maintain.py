@@ -169,7 +169,7 @@ class _Unchanged(Exception):
     "Raised inside a change's transaction when it changes nothing (an insert of stored texts only, an update to the fact's own text): nothing is written."
     def __init__(self, seq:int): self.seq = seq
 
-# %% ../nbs/07b_maintain.ipynb #d915a180
+# %% ../nbs/07b_maintain.ipynb #b2c34b70
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
@@ -189,7 +189,7 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
                         **{f.id: alias[f.id] for f in kept if alias.get(f.id, f.id) != f.id and not has_text_id(f)}}
         again = _queued_again(view, kept, alias, check.queued)   # (texts only queued by another change: queued by this one too)
         if not new and not again: raise _Unchanged(_queued_seq(view.con))   # every text stored already: nothing to queue
-        return {"facts": [_fact_dict(f) for f in new + again]}
+        return {"facts": [_fact_dict(f) for f in new + again], **({"embedder": self._embedder.identity} if self._embedder is not None else {})}   # (as a build's: see `_first_embedder`)
     try: seq = self._enqueue("insert", {}, check)
     except _Unchanged as u: seq = u.seq
     return Ack(seq, "insert", check.ids, check.already, check.merged, check.queued, check.kept)
@@ -378,13 +378,13 @@ def _plan_inserts(base:Tree, K:np.ndarray, entries:list)->_Plan:
     return _Plan(list(base.facts) + new, np.r_[K[:N].astype(np.int64), np.full(k, -1, np.int64)], np.r_[np.zeros(N, bool), np.ones(k, bool)],
                  set(), False, dict(inserted=k, forgotten=0, updated=0), _Layered(under, norms), _Layered(base._ids, ids), N)   # (keys ascending: every committed fact in place)
 
-# %% ../nbs/07b_maintain.ipynb #c79bf712
+# %% ../nbs/07b_maintain.ipynb #3c2790ee
 def plan_mutations(base:Tree, # the committed tree
                    entries:list, # [(seq, op, payload), ...] from `Store.queued`
                   )->_Plan:
     "Replay queued mutations on the committed facts. Idempotent: an insert of a stored text or a forget of a missing id does nothing."
     K = getattr(base, "_keys", None); K = np.arange(base.n_nodes) if K is None else np.asarray(K)
-    if all(op == "insert" for _, op, _ in entries) and (np.diff(K[:base.n_facts]) > 0).all(): return _plan_inserts(base, K, entries)
+    if all(op == "insert" for _, op, _ in entries) and (np.diff(K[:base.n_facts]) > 0).all(): return _first_embedder(base, entries, _plan_inserts(base, K, entries))
     state = {f.id: [f, int(k), False] for f, k in zip(base.facts, K[:base.n_facts])}
     norms = _norm_ids(base)
     full, gone, c = False, set(), dict(inserted=0, forgotten=0, updated=0)
@@ -416,8 +416,14 @@ def plan_mutations(base:Tree, # the committed tree
         else: raise StoreError(f"queued change seq {seq} has an operation this setree does not know ({str(op)!r:.40}): a newer setree or a hand "
                                f"wrote it; upgrade setree, or take it back with KnowledgeBase(path).withdraw({seq}) (the other queued changes stay)")
     items = sorted(state.values(), key=lambda s: (s[1] < 0, s[1]))   # committed order (by key), then new ones in queue order
-    return _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool), gone, full, c, norms,
-                 rebuild=rebuild, dropped=dropped, embedder=emb)
+    return _first_embedder(base, entries, _Plan([s[0] for s in items], np.array([s[1] for s in items], np.int64), np.array([s[2] for s in items], bool),
+                                                gone, full, c, norms, rebuild=rebuild, dropped=dropped, embedder=emb))
+
+def _first_embedder(base:Tree, entries:list, plan:_Plan)->_Plan:
+    "A store that holds no fact yet takes the embedder its first queued change was made with: a build's, else the first insert's that names one."
+    if base.n_facts == 0 and not plan.embedder:
+        plan.embedder = next((p.get("embedder") for _, op, p in entries if op == "insert" and p.get("embedder")), None)
+    return plan
 
 # %% ../nbs/07b_maintain.ipynb #a5cefdf3
 from .embed import MemoEmbedder
@@ -668,13 +674,13 @@ def _run_pass(self:KnowledgeBase, base:Tree, plan:_Plan)->tuple[Tree, dict]:
     return tree, dict(full_rebuild=True, levels_touched=len(tree.levels), summarizer_calls=summ.calls, resummarized=summ.calls,
                       fallbacks=summ.fallbacks, replaced=base.n_facts + plan.dropped if plan.full else 0, rebuild_seq=seq, rebuild_op=op, _embedder=inner)
 
-# %% ../nbs/07b_maintain.ipynb #11a27c5e
+# %% ../nbs/07b_maintain.ipynb #a66aa2ab
 @patch
 def _pass_embedder(self:KnowledgeBase, plan:_Plan):
-    """The embedder of a pass: the knowledge base's, except for a queued build that names another (`setree.embed.embedder_for` it).
+    """The embedder of a pass: the knowledge base's, except for a queued build, or the first insert into a store without facts, that names another (`setree.embed.embedder_for` it).
     Raises `ValueError` when no setree embedder has that identity (the pass fails; the build stays queued)."""
     want, have = plan.embedder, self.embedder()
-    if not plan.full or not want or want == have.identity: return have
+    if not want or want == have.identity or (not plan.full and (plan.keys >= 0).any()): return have   # (a store with facts keeps its embedder)
     from setree.embed import embedder_for
     e = embedder_for(want)
     if e.identity == want: return e
