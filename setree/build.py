@@ -14,7 +14,7 @@ from .cluster import K_MAX, RESOLUTION, SUMMARY_TOKENS, WINDOW_TOKENS
 
 # %% auto #0
 __all__ = ['CONFIG_RANGES', 'Config', 'Progress', 'build_counts', 'run_summarizer', 'node_centroids', 'summarize_tree',
-           'has_text_id', 'unique_facts', 'build_tree', 'tree_shape']
+           'has_text_id', 'unique_facts', 'check_parts', 'build_tree', 'tree_shape']
 
 # %% ../nbs/05_build.ipynb #aec15db5
 def _names(keys)->str: return ", ".join(map(json.dumps, keys))   # keys as JSON writes them: "a", "b"
@@ -27,7 +27,9 @@ def _did_you_mean(unknown:list, known)->str:
         if m: return f" (did you mean {json.dumps(m[0])}?)"
     return ""
 
-# %% ../nbs/05_build.ipynb #5106d318
+# %% ../nbs/05_build.ipynb #4631fd47
+_INT_MAX = 2**31 - 1   # the largest count or seed a config takes: the clustering and the arrays hold them as C integers (a larger summary_tokens overflowed in a build)
+
 @dataclass(frozen=True)
 class Config:
     "Every parameter of a knowledge base, validated; the one place their defaults are set. Units: tokens for lengths and budgets, radians for `epsilon`."
@@ -65,6 +67,8 @@ class Config:
                   "overview_share": 0 <= self.overview_share <= 1, "lexical_weight": 0 <= self.lexical_weight < math.inf}
         bad = [k for k, ok in checks.items() if not ok]
         if bad: raise ValueError(f"config value(s) out of range: {'; '.join(f'{k}={getattr(self, k)!r} (allowed: {CONFIG_RANGES[k]})' for k in bad)}")
+        big = [k for k in ("summary_tokens", "k_max", "window_tokens", "glimpse", "seed") if getattr(self, k) > _INT_MAX]
+        if big: raise ValueError(f"config value(s) out of range: {'; '.join(f'{k}={getattr(self, k)!r} (allowed: at most {_INT_MAX})' for k in big)}")
 
     @classmethod
     def from_dict(cls, d:dict # parameter name -> value
@@ -117,7 +121,7 @@ def to_dict(self:Config)->dict:
     d = asdict(self)
     return {k: (None if isinstance(v, float) and math.isinf(v) and k == "min_score" else v) for k, v in d.items()}
 
-# %% ../nbs/05_build.ipynb #585e4853
+# %% ../nbs/05_build.ipynb #29d2193d
 CONFIG_RANGES = {"tau": "a number >= 0", "epsilon": "0 to pi radians", "summary_tokens": "at least 1 token",
                  "default_budget": "at least 1 token", "k_max": "an integer >= 1", "window_tokens": "at least 2 tokens",
                  "faithfulness_threshold": "an integer from -100 to 100", "resolution": "a number > 0", "beta": "a finite number",
@@ -388,21 +392,36 @@ def _unsummarized(facts, E, tokens, truncated, h)->Tree:
                 quotes=[np.array([i], np.int64) for i in range(N)] + [np.zeros(0, np.int64)] * (M - N),
                 truncated=truncated, levels=h.levels)
 
-# %% ../nbs/05_build.ipynb #24030a11
+# %% ../nbs/05_build.ipynb #24453a3f
+def check_parts(embedder=None, # a setree embedder, or None
+                summarizer=None, # a setree summarizer, or None
+                config=None, # a `Config`, a dict of its keys, or None
+               )->Config|None: # the config as a `Config` (None stays None)
+    "Raises `TypeError` naming a part of the wrong kind, `ValueError` for a config dict `Config` refuses."
+    if embedder is not None and not callable(getattr(embedder, "embed_with_flags", None)):
+        raise TypeError(f"embedder must be a setree embedder, e.g. setree.embed.get_embedder('hashing'), or None; got {type(embedder).__name__} {embedder!r:.40}")
+    if summarizer is not None and not callable(getattr(summarizer, "summarize_many", None)):
+        raise TypeError(f"summarizer must be a setree summarizer (ExtractiveSummarizer(), ChatSummarizer(...)) or None; got {type(summarizer).__name__} {summarizer!r:.40}")
+    if config is None or isinstance(config, Config): return config
+    if isinstance(config, dict): return Config.from_dict(config)
+    raise TypeError(f"config must be a setree.build.Config, a dict of its keys, or None; got {type(config).__name__}")
+
+# %% ../nbs/05_build.ipynb #0f9ae52f
 def build_tree(facts, # iterable of str, Fact, dict(text, id?, meta?) or (id, text[, meta]) — see `setree.core.as_facts`
                embedder=None, # default: the shared MiniLM embedder (`get_embedder()`)
                summarizer=None, # default: `ExtractiveSummarizer()`
-               config:Config|None=None, # parameters; default `Config()`
+               config:Config|dict|None=None, # parameters (a dict: the keys to change); default `Config()`
                progress:bool|None=None, # show stages on stderr; None: only in a terminal
                timings:dict|None=None, # if given, filled with seconds per stage (embed, cluster, summarize, fidelity)
               )->Tree:
     """Build a SETree from facts: embed, cluster, summarize, fidelity (persisting is `setree.store`). A repeated text is kept
-    once (`unique_facts`). Raises `ValueError` naming blank facts or duplicate ids (nothing is built), `TypeError` for items of another type."""
+    once (`unique_facts`). Raises `ValueError` naming blank facts or duplicate ids (nothing is built), `TypeError` for items of another type
+    and for parts of the wrong kind (`check_parts`)."""
     from setree.cluster import cluster_hierarchy
     from setree.fidelity import finalize
     from setree.summarize import ExtractiveSummarizer
     from setree.cover import line_costs
-    config, facts = config or Config(), unique_facts(facts)[0]
+    config, facts = check_parts(embedder, summarizer, config) or Config(), unique_facts(facts)[0]
     embedder, summarizer, prog = embedder or get_embedder(), summarizer or ExtractiveSummarizer(), Progress(progress)
     prog.stage("embed")
     texts = [f.text for f in facts]

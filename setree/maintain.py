@@ -101,7 +101,7 @@ def _as_config(config)->tuple: # (a whole `Config` or None, {key: value} to chan
     if isinstance(config, dict): c = Config.from_dict(config); return None, {k: getattr(c, k) for k in config}
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #960dbcba
+# %% ../nbs/07b_maintain.ipynb #04ebc43d
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -109,6 +109,8 @@ class KnowledgeBase:
                  embedder=None, # shared embedder instance; None: loaded lazily once (`get_embedder()`), then reused
                  summarizer=None, # summarizer object (`setree.summarize`); None: extractive
                  create:bool=True, readonly:bool=False, timeout_s:float=30.0):
+        from setree.build import check_parts
+        check_parts(embedder, summarizer)   # (a wrong part is a TypeError now, before any file is opened, not a failed pass later)
         self._w = Store(path, create=create, readonly=readonly, timeout_s=timeout_s)   # mutations and commits
         self._r = Store(self._w.path, readonly=True, timeout_s=timeout_s)               # reads: never wait for a pass
         self.path, self.readonly, self.timeout_s = self._w.path, readonly, float(timeout_s)
