@@ -11,7 +11,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'UNREADABLE_NEXT', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP',
            'CLUSTERING', 'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer',
-           'number', 'positive_seconds', 'db_path', 'store_errors', 'check_db', 'check_llm_flags',
+           'number', 'positive_seconds', 'db_path', 'store_errors', 'check_db', 'check_llm_flags', 'in_flags',
            'check_store_embedder', 'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build',
            'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'summarizer_note', 'cmd_insert', 'cmd_forget',
            'cmd_update', 'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
@@ -250,14 +250,18 @@ def check_llm_flags(args):
     if given and getattr(args, "summarizer", "extractive") != "chat":
         raise UsageError(f"{' and '.join(given)} only {'applies' if len(given) == 1 else 'apply'} with --summarizer chat (the summaries are extractive otherwise); add --summarizer chat or leave {'it' if len(given) == 1 else 'them'} out")
 
-# %% ../nbs/08_cli.ipynb #3a2f3cd4
+# %% ../nbs/08_cli.ipynb #4e1e00e3
 def _summarizer(args):
     check_llm_flags(args)
     if args.summarizer == "extractive": return None
     from setree.chat import ChatSummarizer
     try: return ChatSummarizer(base_url=args.llm_base_url, model=args.llm_model, **({"timeout": args.llm_timeout} if args.llm_timeout else {}))
-    except ValueError as e:   # the library names its keyword arguments; here they are flags
-        raise UsageError(str(e).replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")) from None
+    except ValueError as e: raise UsageError(in_flags(str(e))) from None
+
+def in_flags(msg:str # a refusal of the chat summarizer, which names its keyword arguments
+            )->str: # the same in the command line's words (the CLI and `setree serve`)
+    "The chat summarizer's refusal with its keyword arguments named as the flags that give them."
+    return msg.replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")
 
 # %% ../nbs/08_cli.ipynb #edb86445
 def _kb(args, embedder=None, create:bool=True, config=None # config changes made already (`setree build`'s dict); None: those --config names

@@ -833,16 +833,16 @@ def open_app(args)->MemoryServer:
     worker = _start_worker(path, {"embedder": spec, "config": cfg or None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
     return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 
-# %% ../nbs/08b_server.ipynb #cc86a881
+# %% ../nbs/08b_server.ipynb #e4ed37d7
 def _chat_kwargs(args)->dict|None:
     "The `ChatSummarizer` keyword arguments of --summarizer chat (None: extractive). Raises `UsageError` for a missing URL or model."
-    from setree.cli import UsageError
+    from setree.cli import UsageError, in_flags
     if args.summarizer != "chat": return None
     from setree.chat import ChatSummarizer
     summ_kw, t = dict(base_url=args.llm_base_url, model=args.llm_model), args.llm_timeout
     if t is not None: summ_kw.update(connect_timeout=min(5.0, t), read_timeout=t, deadline=t, timeout=t)   # > 0: `positive_seconds`
     try: ChatSummarizer(**summ_kw).close()     # refuse a missing URL or model now, not in the first pass
-    except ValueError as e: raise UsageError(str(e)) from None
+    except ValueError as e: raise UsageError(in_flags(str(e))) from None   # (in the flags' words, as the command line says it)
     return summ_kw
 
 # %% ../nbs/08b_server.ipynb #3f5eedca

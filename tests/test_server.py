@@ -287,6 +287,9 @@ def test_refused_at_start(tmp_path):
         p = subprocess.run(SERVE + serve_args(zero, *extra), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert p.returncode == 2 and want in p.stderr and "Traceback" not in p.stderr, (extra, p.returncode, p.stderr)
     assert zero.stat().st_size == 0
+    env = {k: v for k, v in os.environ.items() if k not in ("SETREE_LLM_BASE_URL", "SETREE_LLM_MODEL")}   # --summarizer chat without a URL: said in flags
+    p = subprocess.run(SERVE + serve_args(tmp_path / "c.db", "--summarizer", "chat"), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    assert p.returncode == 2 and "pass --llm-base-url URL or set SETREE_LLM_BASE_URL" in p.stderr and "base_url=" not in p.stderr, p.stderr
 
 def test_a_damaged_store_exits_1_as_on_the_command_line(tmp_path):
     "A store that opens but whose contents are damaged: one line naming the damage, exit 1 (a store failure), as every `setree` command exits on it."
