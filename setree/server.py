@@ -391,7 +391,7 @@ def close(self:PassWorker, timeout:float=2.0 # seconds to let a running pass fin
     if self._proc.is_alive(): self._proc.terminate(); self._proc.join(2)
     self._proc = None
 
-# %% ../nbs/08b_server.ipynb #7dcbe90e
+# %% ../nbs/08b_server.ipynb #40fedeb1
 def _text(s:str)->mt.TextContent: return mt.TextContent(type="text", text=s)
 
 def _result(text:str, data:dict, error:bool=False)->mt.CallToolResult:
@@ -416,7 +416,7 @@ def _retrieve_text(c, note:str|None=None # `queued_note` of the changes waiting 
 
 SERVER_WAY = "the server's background pass applies {them} (the `maintain` tool applies {them} now and waits for it)"   # `queued_note`'s way here
 READ_TOOLS = ("retrieve", "stats")   # what a server started with --read-only lists and runs: it never writes to the store
-READ_ONLY_WAY = "this server is read-only: a process that may write (`setree maintain --db PATH`) applies {them}"
+READ_ONLY_WAY = "this server is read-only: a process that may write (`setree maintain --db {db}`) applies {them}"   # ({db}: the store's path)
 
 # %% ../nbs/08b_server.ipynb #a6eba397
 class MemoryServer:
@@ -482,19 +482,24 @@ def iso_time(t:float|None # seconds since the epoch, or None
     from datetime import datetime, timezone
     return None if t is None else datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
-# %% ../nbs/08b_server.ipynb #af123046
+# %% ../nbs/08b_server.ipynb #c4230c39
 @patch
 def tool_retrieve(self:MemoryServer, prompt, budget=None, all_fact_ids=False):
     from setree.cli import queued_note
     q = self._queue.queue_state()   # first: see above
-    c, note = self.kb.retrieve(prompt, budget), queued_note(q, READ_ONLY_WAY if self.read_only else SERVER_WAY)
+    c, note = self.kb.retrieve(prompt, budget), queued_note(q, self._way())
     return _result(_retrieve_text(c, note), {**cover_data(c, all_fact_ids), "pending": q["pending"], "pending_note": note})
+
+@patch
+def _way(self:MemoryServer)->str:
+    "How changes that wait get applied, as the notes of `retrieve` and `stats` say it."
+    return READ_ONLY_WAY.replace("{db}", str(self.kb.path)) if self.read_only else SERVER_WAY
 
 @patch
 def tool_stats(self:MemoryServer):
     from setree.cli import queued_note
     w, st = self.writer, self.kb.stats()
-    s = {**st, "read_only": self.read_only, "pending_note": queued_note(st, READ_ONLY_WAY if self.read_only else SERVER_WAY), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
+    s = {**st, "read_only": self.read_only, "pending_note": queued_note(st, self._way()), "writer": {"pass_running": w.running_since is not None, "running_since": iso_time(w.running_since),
                                        "passes": w.passes, "consecutive_failures": w.failures, "last_error": w.last_error,
                                        "last_error_at": iso_time(w.last_error_at),
                                        "quiet_ms": round(1000 * w.quiet_s), "passes_in": "none (read-only)" if self.read_only else "process" if self.worker else "thread",
