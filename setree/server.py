@@ -10,7 +10,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['TOOLS', 'SERVER_WAY', 'READ_TOOLS', 'READ_ONLY_WAY', 'INSTRUCTIONS', 'READ_ONLY_INSTRUCTIONS', 'INTERRUPTED',
-           'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids', 'check_arguments', 'Writer',
+           'CLOSE_S', 'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids', 'check_arguments', 'Writer',
            'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server', 'stdout_to_stderr', 'read_message',
            'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app', 'cmd_serve', 'left_note', 'stopped', 'main']
 
@@ -418,7 +418,7 @@ SERVER_WAY = "the server's background pass applies {them} (the `maintain` tool a
 READ_TOOLS = ("retrieve", "stats")   # what a server started with --read-only lists and runs: it never writes to the store
 READ_ONLY_WAY = "this server is read-only: a process that may write (`setree maintain --db {db}`) applies {them}"   # ({db}: the store's path)
 
-# %% ../nbs/08b_server.ipynb #a6eba397
+# %% ../nbs/08b_server.ipynb #22593e4f
 class MemoryServer:
     "One knowledge base behind the MCP tools: validation, the single writer, results for an LLM and for programs."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`, open for writing
@@ -441,10 +441,12 @@ class MemoryServer:
         if self.writer._pending(): self.writer.changed()
         return self
 
-    def close(self, drain_s:float=1.5):
+    def close(self, drain_s:float=1.5, # seconds a due pass may take to finish before the writer stops
+              worker_s:float=2.0, # seconds a running pass of the worker process may take before the worker is terminated (its pass rolled back)
+             ):
         "Stop the writer (after at most `drain_s` seconds of a due pass) and close the knowledge base (left to the process's exit while a pass still runs)."
         self.writer.stop(drain_s)
-        if self.worker: self.worker.close()
+        if self.worker: self.worker.close(worker_s)
         try: self.left_queued = self.kb.queue_state()["pending"]   # (what the stop leaves for the next start, said by `_exit_soon`)
         except Exception: self.left_queued = None
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
@@ -875,7 +877,7 @@ def _exit_soon(app, code:int, line:str, wait_s:float=5.0):
         except (OSError, ValueError): pass
     os._exit(code)
 
-# %% ../nbs/08b_server.ipynb #54e29707
+# %% ../nbs/08b_server.ipynb #50d8f00b
 def cmd_serve(args # parsed `add_serve_args` arguments
              )->int: # exit code: 0 when the client closed the connection, 2 for bad arguments or a store that cannot be opened, 128 + the signal's number when stopped (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP), 1 otherwise (a damaged store, at start or while serving, as on the command line)
     """Run the stdio MCP server on `args.db` until the client closes stdin; everything but protocol messages goes to stderr.
@@ -896,7 +898,7 @@ def cmd_serve(args # parsed `add_serve_args` arguments
         if stopped(e): _exit_soon(app, interrupted_code(), INTERRUPTED)   # a stop signal that struck inside a task
         if not isinstance(e, Exception): raise
         log.exception("server failed"); print(f"setree serve: error: {type(e).__name__}: {one_line(e)}", file=sys.stderr); return 1
-    finally: app.close()
+    finally: app.close(*CLOSE_S)
     if note := left_note(app): print(f"setree serve: the client closed the connection; {note}", file=sys.stderr)
     return 0
 
@@ -919,8 +921,10 @@ def stopped(e:BaseException # an error that ended the server
         todo += [*getattr(x, "exceptions", ()), x.__cause__, x.__context__]
     return False
 
-# %% ../nbs/08b_server.ipynb #c7569026
+# %% ../nbs/08b_server.ipynb #98adbeda
 INTERRUPTED = "setree serve: interrupted"   # Ctrl-C or a stop signal: the one line, starting or serving (exit 128 + the signal's number)
+CLOSE_S = (0.8, 0.8)   # seconds a due pass, then a running worker pass, may take once the client closed the connection: an MCP client stops a server that
+                       # has not exited 2 s after it closed stdin (the SDK's stdio client), so the server ends within that; a pass cut short loses nothing
 
 def _serve(app:MemoryServer):
     "Say what is served, then serve MCP on stdio until the client closes stdin."
