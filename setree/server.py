@@ -9,10 +9,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['TOOLS', 'SERVER_WAY', 'READ_TOOLS', 'READ_ONLY_WAY', 'INSTRUCTIONS', 'READ_ONLY_INSTRUCTIONS', 'INTERRUPTED',
-           'CLOSE_S', 'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids', 'check_arguments', 'Writer',
-           'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server', 'stdout_to_stderr', 'read_message',
-           'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app', 'cmd_serve', 'left_note', 'stopped', 'main']
+__all__ = ['TOOLS', 'SERVER_WAY', 'READ_TOOLS', 'READ_ONLY_WAY', 'BIG_CHANGE', 'INSTRUCTIONS', 'READ_ONLY_INSTRUCTIONS',
+           'INTERRUPTED', 'CLOSE_S', 'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids',
+           'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
+           'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app',
+           'cmd_serve', 'left_note', 'stopped', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -451,7 +452,9 @@ class MemoryServer:
         except Exception: self.left_queued = None
         if self.writer.running_since is None: self._queue.close(); self.kb.close()   # the writer last: it folds the -wal file into the store and removes it
 
-# %% ../nbs/08b_server.ipynb #78eaeb21
+# %% ../nbs/08b_server.ipynb #59adcbd5
+BIG_CHANGE = 1000   # facts: a change of more is not visible "within a second" (a build of 8,000 facts takes several seconds on one core)
+
 def ack_text(ack, # the `Ack` of a queued change
              replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
              earlier_pending:bool=True, # an insert of stored texts only, or an update to the fact's own text: whether a change queued before it is still unapplied
@@ -465,6 +468,8 @@ def ack_text(ack, # the `Ack` of a queued change
         if not earlier_pending: return head + "\nnothing to wait for: every text is stored and visible already."
         return head + f"\nnothing new to wait for; a text still queued by an earlier change is visible once stats shows applied_seq >= {max(ack.already_queued.values(), default=ack.seq)}."
     when = "within a second" if quiet_s <= 0.5 else f"within {math.ceil(quiet_s) + 1} s: a pass starts {quiet_s:g} s after the last change"
+    if ack.op in ("build", "insert") and len(ack.ids) > BIG_CHANGE:   # (a pass over many new facts takes its time)
+        when = f"once its pass has embedded and clustered {len(ack.ids):,} facts, which takes a while"
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally {when})."
 
 # %% ../nbs/08b_server.ipynb #8a87726b
