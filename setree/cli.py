@@ -263,7 +263,7 @@ def in_flags(msg:str # a refusal of the chat summarizer, which names its keyword
     "The chat summarizer's refusal with its keyword arguments named as the flags that give them."
     return msg.replace("pass base_url=", "pass --llm-base-url URL").replace("pass model=", "pass --llm-model NAME")
 
-# %% ../nbs/08_cli.ipynb #edb86445
+# %% ../nbs/08_cli.ipynb #2dcd36d6
 def _kb(args, embedder=None, create:bool=True, config=None # config changes made already (`setree build`'s dict); None: those --config names
        ):
     "The knowledge base named by --db, with the embedder, summarizer and config the flags ask for."
@@ -273,7 +273,7 @@ def _kb(args, embedder=None, create:bool=True, config=None # config changes made
     from setree.embed import embedder_for
     given = getattr(args, "embedder", None)
     eid = _store_embedder_id(p) if not given or args.command != "build" else ""   # (read once: to choose the embedder, or to check the one given)
-    if embedder is None: embedder = _embedder(given) if given else embedder_for(eid)
+    if embedder is None: embedder = _embedder(given) if given else embedder_for(eid) if eid else None   # (none yet: the knowledge base takes the one its store has when its pass runs)
     if args.command != "build" and p.exists(): check_store_embedder(p, embedder, given=bool(given), eid=eid)
     with store_errors(): return KnowledgeBase(p, config=cfg, embedder=embedder, summarizer=_summarizer(args) if hasattr(args, "summarizer") else None)
 

@@ -101,7 +101,7 @@ def _as_config(config)->tuple: # (a whole `Config` or None, {key: value} to chan
     if isinstance(config, dict): c = Config.from_dict(config); return None, {k: getattr(c, k) for k in config}
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #04ebc43d
+# %% ../nbs/07b_maintain.ipynb #8ae08b32
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -116,7 +116,7 @@ class KnowledgeBase:
         self.path, self.readonly, self.timeout_s = self._w.path, readonly, float(timeout_s)
         (self._config, self._over), self._embedder, self._summarizer, self._given = _as_config(config), embedder, summarizer, embedder is not None
         self._cache, self._cache_lock, self._pass_thread_lock = None, threading.Lock(), threading.Lock()
-        self._lockfd = None
+        self._lockfd, self._resolved_for = None, None   # (_resolved_for: the store's embedder identity when `embedder()` chose one; "" for a store without facts)
 
     def close(self):
         "Close both connections (idempotent); the writer last, so it checkpoints the write-ahead log into the file and removes it."
@@ -131,7 +131,7 @@ class KnowledgeBase:
         for a new store, and for a store whose vectors no setree embedder makes: a change then refuses to mix them, a build re-embeds)."""
         if self._embedder is None:
             from setree.embed import embedder_for
-            self._embedder = embedder_for(self._w.embedder_id())
+            self._resolved_for = self._w.embedder_id(); self._embedder = embedder_for(self._resolved_for)
         return self._embedder
 
     def config(self, tree:Tree|None=None):
@@ -158,7 +158,11 @@ class KnowledgeBase:
 
     def _same_embedder(self, stored:str):
         """A change must not silently re-embed every stored fact: refuse an embedder given at opening that is not the store's, and a store
-        whose vectors no setree embedder makes (`embedder()` made first: a transaction may be open)."""
+        whose vectors no setree embedder makes (`embedder()` made first: a transaction may be open). An embedder this knowledge base chose
+        itself while the store had none yields to the one another process's build or first insert gave it since."""
+        if not self._given and stored and self._resolved_for == "" and self._embedder is not None and self._embedder.identity != stored:
+            from setree.embed import embedder_for
+            self._embedder, self._resolved_for = embedder_for(stored), stored   # (from `stored`: the caller's transaction may be open)
         given = self.embedder().identity
         if not stored or given == stored: return
         if self._given: raise EmbedderMismatch(self.path, stored, given, advice="open the knowledge base without an embedder (its own is used), "
