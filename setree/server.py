@@ -12,8 +12,8 @@ from pathlib import Path
 __all__ = ['TOOLS', 'SERVER_WAY', 'READ_TOOLS', 'READ_ONLY_WAY', 'BIG_CHANGE', 'INSTRUCTIONS', 'READ_ONLY_INSTRUCTIONS',
            'INTERRUPTED', 'CLOSE_S', 'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids',
            'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
-           'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'open_app',
-           'cmd_serve', 'left_note', 'stopped', 'main']
+           'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'stored_embedder',
+           'open_app', 'cmd_serve', 'left_note', 'stopped', 'main']
 
 # %% ../nbs/08b_server.ipynb #87a34304
 try:
@@ -306,7 +306,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #fc7ce8db
+# %% ../nbs/08b_server.ipynb #2b31f7d3
 def _pass_worker(conn, path:str, spec:dict):
     "Body of the worker process: open the knowledge base once, then one pass per request until a None request. Ignores Ctrl-C (SIGINT): the parent stops it."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -319,7 +319,7 @@ def _pass_worker(conn, path:str, spec:dict):
     if spec.get("summarizer") is not None:
         from setree.chat import ChatSummarizer
         summ = ChatSummarizer(**spec["summarizer"])
-    emb = get_embedder(spec["embedder"][0], **spec["embedder"][1])
+    emb = get_embedder(spec["embedder"][0], **spec["embedder"][1]) if spec.get("embedder") else None   # (None: the store's own when a pass runs)
     cfg = dict(spec["config"]) if spec.get("config") else None   # the config file's keys, over the stored config (as `KnowledgeBase` reads a dict)
     with KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summ) as kb:
         conn.send(("ready", os.getpid()))
@@ -798,21 +798,25 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
     if got: signal.raise_signal(got[0])   # the tasks have ended: the signal goes to the handler it had before (the CLI's raises KeyboardInterrupt)
     if app.writer.damaged is not None: raise app.writer.damaged
 
-# %% ../nbs/08b_server.ipynb #0e05e149
+# %% ../nbs/08b_server.ipynb #953780a6
 def embedder_spec(name:str|None, # --embedder, or None
                   path:Path, # the store file (may not exist yet)
                  )->tuple[str, dict]: # (name, kwargs) for `setree.embed.get_embedder`
     "The embedder named on the command line, else the one the existing store was built with (MiniLM for a new store)."
-    from setree.store import Store, StoreError
     if name is None and path.is_file():
-        try:
-            with Store(path, create=False, readonly=True) as st: eid = st.embedder_id()
-        except StoreError: eid = ""   # opening it for real reports the problem
         from setree.embed import embedder_args
-        return embedder_args(eid)
+        return embedder_args(stored_embedder(path))
     return (name or "minilm", {})
 
-# %% ../nbs/08b_server.ipynb #a58a1f25
+def stored_embedder(path:Path # the store file
+                   )->str: # the identity of the embedder whose vectors it holds; "" for a store without facts, or one that cannot be read (opening it for real reports that)
+    "The store's embedder, read without the tree."
+    from setree.store import Store, StoreError
+    try:
+        with Store(path, create=False, readonly=True) as st: return st.embedder_id()
+    except StoreError: return ""
+
+# %% ../nbs/08b_server.ipynb #2a139832
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
@@ -835,14 +839,15 @@ def open_app(args)->MemoryServer:
     if summ_kw is not None and args.passes == "thread":
         from setree.chat import ChatSummarizer
         summarizer = ChatSummarizer(**summ_kw)
-    with store_errors(): kb = KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summarizer, create=not ro, readonly=ro)
+    chosen = args.embedder is not None or (path.is_file() and bool(stored_embedder(path)))   # (else the knowledge base takes the store's when a pass runs)
+    with store_errors(): kb = KnowledgeBase(path, config=cfg, embedder=emb if chosen else None, summarizer=summarizer, create=not ro, readonly=ro)
     try: kb.stats()   # the loader's check: a store whose tree cannot be loaded is refused now (`StoreDamaged`, exit 1), not in every call
     except BaseException: kb.close(); raise
     if not ro and summ_kw is None and (n := sum(x == "chat" for x in kb.tree().summarizer)):   # (as `setree.cli.summarizer_note` says after a change's pass)
         print(f"setree serve: note: {n} summar{'y' if n == 1 else 'ies'} of this store {'was' if n == 1 else 'were'} written by an LLM; this server's passes "
               "write extractive ones: start it with --summarizer chat (with --llm-base-url and --llm-model) to keep them alike", file=sys.stderr, flush=True)
     if ro: return MemoryServer(kb, read_only=True)   # (no worker, no writer: nothing is ever written)
-    worker = _start_worker(path, {"embedder": spec, "config": cfg or None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
+    worker = _start_worker(path, {"embedder": spec if chosen else None, "config": cfg or None, "summarizer": summ_kw, "nice": 10}, kb) if args.passes == "process" else None
     return MemoryServer(kb, quiet_s=args.quiet_ms / 1000, poll_s=max(args.poll_ms, 50) / 1000, worker=worker).start()
 
 # %% ../nbs/08b_server.ipynb #e4ed37d7
