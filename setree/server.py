@@ -874,13 +874,12 @@ def _start_worker(path:Path, spec:dict, kb)->PassWorker:
         raise
     return worker
 
-# %% ../nbs/08b_server.ipynb #5b53daf0
+# %% ../nbs/08b_server.ipynb #ad972988
 def _exit_soon(app, code:int, line:str, wait_s:float=5.0):
     """Close `app` (in a helper thread, at most `wait_s` seconds), print `line` on stderr (with how many changes stay queued when any do and
     the close got to count them), flush the output and end the process with `code`: a stopped server never hangs."""
     t = threading.Thread(target=app.close, name="setree-close", daemon=True); t.start(); t.join(wait_s)
-    n = getattr(app, "left_queued", None)
-    if n: line += f"; {n} queued change(s) not applied yet stay queued: the next start (or `setree maintain --db {app.kb.path}`) applies them"
+    if note := left_note(app): line += f"; {note}"   # (the words of a closed connection's note)
     print(line, file=sys.stderr)
     for f in (sys.stdout, sys.stderr):
         try: f.flush()
@@ -931,7 +930,7 @@ def stopped(e:BaseException # an error that ended the server
         todo += [*getattr(x, "exceptions", ()), x.__cause__, x.__context__]
     return False
 
-# %% ../nbs/08b_server.ipynb #98adbeda
+# %% ../nbs/08b_server.ipynb #39551caf
 INTERRUPTED = "setree serve: interrupted"   # Ctrl-C or a stop signal: the one line, starting or serving (exit 128 + the signal's number)
 CLOSE_S = (0.8, 0.8)   # seconds a due pass, then a running worker pass, may take once the client closed the connection: an MCP client stops a server that
                        # has not exited 2 s after it closed stdin (the SDK's stdio client), so the server ends within that; a pass cut short loses nothing
@@ -940,7 +939,7 @@ def _serve(app:MemoryServer):
     "Say what is served, then serve MCP on stdio until the client closes stdin."
     s = app.kb.stats()
     print(f"setree serve: knowledge base {s.get('path')} ({s.get('facts')} facts, {s.get('nodes')} nodes, pending {s.get('pending')}); "
-          f"embedder {s.get('embedder_id') or '(none yet)'}; " + ("read-only: retrieve and stats only, no passes" if app.read_only else f"passes in {'a worker process' if app.worker else 'the writer thread'}")
+          f"embedder {s.get('embedder_id') or (app.kb._embedder.identity + ' (for the first facts)' if app.kb._embedder is not None else '(the first change chooses it)')}; " + ("read-only: retrieve and stats only, no passes" if app.read_only else f"passes in {'a worker process' if app.worker else 'the writer thread'}")
           + "; serving MCP on stdio",
           file=sys.stderr, flush=True)
     anyio.run(serve_stdio, app)

@@ -649,8 +649,8 @@ def test_a_stop_says_how_many_changes_stay_queued(tmp_path):
     # (--poll-ms 60000 too: a server that notices another process's change gives its pass a moment to apply it when stopped, and then nothing stays queued)
     code, err = _ctrl_c(serve_args(db, "--poll-ms", 60_000, quiet_ms=60_000), queued, tmp_path, sig=signal.SIGTERM, group=False)
     assert state["r"].returncode == 0, state["r"].stderr
-    assert (code, err.strip().splitlines()[-1]) == (143, "setree serve: interrupted; 1 queued change(s) not applied yet stay queued: the next start "
-                                                    f"(or `setree maintain --db {db}`) applies them"), (code, err)
+    assert (code, err.strip().splitlines()[-1]) == (143, "setree serve: interrupted; 1 queued change not applied yet stays queued: the next start "
+                                                    f"(or `setree maintain --db {db}`) applies it"), (code, err)
     r = subprocess.run([*SETREE, "maintain", "--db", str(db)], text=True, capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
     r = subprocess.run([*SETREE, "stats", "--db", str(db), "--json"], text=True, capture_output=True, timeout=120)
