@@ -11,8 +11,8 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'UNREADABLE_NEXT', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP',
            'CLUSTERING', 'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer',
-           'number', 'positive_seconds', 'db_path', 'store_errors', 'check_db', 'check_llm_flags', 'in_flags',
-           'check_store_embedder', 'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build',
+           'number', 'positive_seconds', 'user_path', 'db_path', 'store_errors', 'check_db', 'check_llm_flags',
+           'in_flags', 'check_store_embedder', 'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build',
            'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'summarizer_note', 'cmd_insert', 'cmd_forget',
            'cmd_update', 'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
            'cmd_export', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
@@ -130,7 +130,7 @@ def json_type(v)->str:
     return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
             else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
-# %% ../nbs/08_cli.ipynb #e007c040
+# %% ../nbs/08_cli.ipynb #29584ed1
 def load_config(path:str|None, # --config value, or None
                )->dict|None: # {key: checked value} of the keys the file gives, or None
     "The keys of the config file named by `--config` or `$SETREE_CONFIG` (empty = not given), checked as `Config.from_json` checks them; None when neither. Raises `UsageError`."
@@ -138,6 +138,7 @@ def load_config(path:str|None, # --config value, or None
     if path == "": raise UsageError("--config needs a file path")
     path = path or os.environ.get("SETREE_CONFIG") or None
     if path is None: return None
+    path = os.path.expanduser(path)   # ($SETREE_CONFIG too: an MCP client's configuration has no shell to expand it)
     try: c = Config.from_json(path); return {k: getattr(c, k) for k in _config_object(Path(path).read_bytes())}   # (read again once checked: which keys it gives)
     except FileNotFoundError: raise UsageError(f"config file not found: {path}") from None
     except IsADirectoryError: raise UsageError(f"config file {path} is a directory") from None
@@ -178,12 +179,16 @@ def _depth(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #ba11cb48
+# %% ../nbs/08_cli.ipynb #b8ec08f9
 def positive_seconds(s:str)->float:
     "argparse type for --llm-timeout: a positive, finite number of seconds."
     v = float(s) if _NUM.fullmatch(s.strip()) else -1.0
     if not 0 < v < float("inf"): raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {s!r}")
     return v
+
+def user_path(s:str)->str:
+    "argparse type for a file option (--config, --out, --prompts-file, a fact file): a leading `~` is the home directory, as in --db; `-` stays stdin/stdout."
+    return s if s == "-" else os.path.expanduser(s)
 
 def db_path(s:str)->str:
     "argparse type for --db: the path with a leading `~` expanded, the same for every command; an empty path or one with a NUL byte is refused."
@@ -747,12 +752,12 @@ def _millis(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer number of milliseconds (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #ea7aa052
+# %% ../nbs/08_cli.ipynb #d64a4b18
 def add_serve_args(p:argparse.ArgumentParser # the `serve` subparser (or a parser of its own)
                   )->argparse.ArgumentParser:
     "The arguments of `setree serve` (here, not in `setree.server`: `setree serve --help` works without the MCP SDK installed)."
     p.add_argument("--db", required=True, type=db_path, help="the knowledge-base store (an SQLite file; created if missing). Fixed for the server's life")
-    p.add_argument("--config", default=None, help="strict JSON build/maintenance config: its keys change the stored ones (default: $SETREE_CONFIG)")
+    p.add_argument("--config", default=None, type=user_path, help="strict JSON build/maintenance config: its keys change the stored ones (default: $SETREE_CONFIG)")
     p.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own (MiniLM for a new store)")
     p.add_argument("--summarizer", choices=["extractive", "chat"], default="extractive", help="summaries of maintenance passes")
     p.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint for --summarizer chat (default: $SETREE_LLM_BASE_URL)")
@@ -1116,12 +1121,12 @@ class _Parser(argparse.ArgumentParser):
         if _JSON_ERRORS[0]: _print_json(error_data(UsageError(message), 2))
         super().error(message)
 
-# %% ../nbs/08_cli.ipynb #901d718a
+# %% ../nbs/08_cli.ipynb #e12696cb
 def _common(sp, config:bool=True, json_help:str="machine-readable output"):
     "--db, --json and (unless `config` is False) --config."
     sp.add_argument("--db", required=True, type=db_path, help="the knowledge-base store (an SQLite file; a leading ~ is your home directory)")
     sp.add_argument("--json", action="store_true", help=json_help)
-    if config: sp.add_argument("--config", default=None, help="strict JSON config file (default: $SETREE_CONFIG): its keys override the stored config; "
+    if config: sp.add_argument("--config", default=None, type=user_path, help="strict JSON config file (default: $SETREE_CONFIG): its keys override the stored config; "
                                                              "a command that runs a pass stores them for later commands (`setree stats` shows config_changes)")
 
 def _summarizer_args(sp):
@@ -1132,10 +1137,10 @@ def _summarizer_args(sp):
     sp.add_argument("--llm-model", default=None, help="model name for --summarizer chat (default: $SETREE_LLM_MODEL)")
     sp.add_argument("--llm-timeout", type=positive_seconds, default=None, help="seconds: most time one summary and the whole build may wait on the LLM; then the extractive fallback (config llm_timeout)")
 
-# %% ../nbs/08_cli.ipynb #7c98f7b5
+# %% ../nbs/08_cli.ipynb #645648e5
 def _build_parser(sub):
     b = sub.add_parser("build", help="build a knowledge base from a file of facts"); _common(b); _summarizer_args(b)
-    b.add_argument("file", help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin; " + STDIN_FORMAT)
+    b.add_argument("file", type=user_path, help=".txt (one fact per line), .jsonl (text, id?, meta?) or - for stdin; " + STDIN_FORMAT)
     b.add_argument("--replace", action="store_true", help="delete the facts the store holds and build anew")
     b.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own (minilm for a new store); " + EMBEDDER_HELP)
     b.add_argument("--seed", type=integer, default=None, help="clustering seed (config seed): the same facts, in the same order, and seed give the same tree")
@@ -1143,11 +1148,11 @@ def _build_parser(sub):
     b.add_argument("--k-max", type=integer, default=None, help="neighbours per node in the clustering graph (config k_max)")
     b.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-# %% ../nbs/08_cli.ipynb #9029c4fd
+# %% ../nbs/08_cli.ipynb #8df0a248
 def _retrieve_parser(sub):
     r = sub.add_parser("retrieve", help="the budgeted context for a prompt"); _common(r)
     r.add_argument("prompt", nargs="?", default=None, help="the prompt, - for stdin (or use --prompts-file)")
-    r.add_argument("--prompts-file", default=None, help="answer every line of this file (- for stdin); JSON lines out")
+    r.add_argument("--prompts-file", default=None, type=user_path, help="answer every line of this file (- for stdin); JSON lines out")
     r.add_argument("--budget", type=_positive_int, default=None, help="tokens (default: the config's default_budget)")
     r.add_argument("--all-fact-ids", action="store_true", help="--json: list every fact id under each summary (default: the first 20; fact_ids_complete says which)")
     for k, h in [("beta", "weight of the level loss in the capability score"), ("gamma", "weight of what the parent summary already conveys"),
@@ -1155,7 +1160,7 @@ def _retrieve_parser(sub):
         r.add_argument("--" + k.replace("_", "-"), dest=k, type=number, default=None, help=f"{h} (config {k}; default: the stored tree's)")
     r.add_argument("--glimpse", type=integer, default=None, help="facts: the root's short line names phrases of this many most relevant facts the context leaves out; 0 = its fixed keyphrases (config glimpse; default: the stored tree's)")
 
-# %% ../nbs/08_cli.ipynb #cd3305ab
+# %% ../nbs/08_cli.ipynb #0bfec6cd
 def _change_parser(sub, name:str, help:str):
     sp = sub.add_parser(name, help=help); _common(sp); _summarizer_args(sp)
     sp.add_argument("--embedder", choices=["minilm", "hashing"], default=None, help="default: the store's own")
@@ -1163,19 +1168,19 @@ def _change_parser(sub, name:str, help:str):
     return sp
 
 def _change_parsers(sub):
-    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", help=".txt, .jsonl or - for stdin; " + STDIN_FORMAT)
+    _change_parser(sub, "insert", "add facts from a file (or - for stdin)").add_argument("file", type=user_path, help=".txt, .jsonl or - for stdin; " + STDIN_FORMAT)
     _change_parser(sub, "forget", "delete facts by id").add_argument("ids", nargs="+", metavar="ID", help="fact ids, as `retrieve --json` and `inspect` show them")
     u = _change_parser(sub, "update", "change the text of a fact, keeping its id")
     u.add_argument("id", metavar="ID", help="the fact's id (`retrieve --json`, `inspect`)"); u.add_argument("text", metavar="TEXT", help="its new text")
     _change_parser(sub, "maintain", "apply every queued change now, in one pass")
     _common(sub.add_parser("compact", help="rewrite the store file without unused space (no old copy of a forgotten text stays in it)"), config=False)
 
-# %% ../nbs/08_cli.ipynb #fe7965d8
+# %% ../nbs/08_cli.ipynb #24ff7d84
 def _read_parsers(sub):
     s = sub.add_parser("stats", help="what the store holds"); _common(s, config=False)
     x = sub.add_parser("export", help="the applied facts as JSON lines (id, text, meta), as `setree build` reads them back")
     _common(x, config=False, json_help="errors, and with --out the result ({exported, out}), as JSON on stdout")
-    x.add_argument("--out", default="-", help="the file to write (replaced whole, never half-written); default - (stdout)")
+    x.add_argument("--out", default="-", type=user_path, help="the file to write (replaced whole, never half-written); default - (stdout)")
     i = sub.add_parser("inspect", help="the tree as an outline", description="The tree as an indented outline, one line per node, after a "
                        "legend line: L = level, n = facts under a summary, f = its faithfulness (-100 to 100), t = tokens.")
     _common(i, config=False)
