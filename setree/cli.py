@@ -9,15 +9,15 @@ from importlib import resources
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BUSY', 'UNCHANGED', 'EMPTY_KB', 'UNREADABLE_NEXT', 'OUTLINE_LEGEND', 'DEMO_PROMPTS', 'STDIN_FORMAT', 'EMBEDDER_HELP',
-           'CLUSTERING', 'COMMANDS', 'UsageError', 'read_facts', 'input_lines', 'json_type', 'load_config', 'integer',
-           'number', 'positive_seconds', 'user_path', 'db_path', 'store_errors', 'check_db', 'check_llm_flags',
-           'in_flags', 'check_store_embedder', 'foreign_embedder', 'PassFailed', 'drain', 'replace_note', 'cmd_build',
-           'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'summarizer_note', 'cmd_insert', 'cmd_forget',
-           'cmd_update', 'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve', 'queued_note', 'cmd_retrieve',
-           'cmd_export', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts', 'cmd_demo',
-           'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'error_data', 'one_line', 'lists_in_json',
-           'plain_numbers', 'in_json']
+__all__ = ['BUSY', 'CONFIG_UNSTORED', 'UNCHANGED', 'EMPTY_KB', 'UNREADABLE_NEXT', 'OUTLINE_LEGEND', 'DEMO_PROMPTS',
+           'STDIN_FORMAT', 'EMBEDDER_HELP', 'CLUSTERING', 'COMMANDS', 'UsageError', 'read_facts', 'input_lines',
+           'json_type', 'load_config', 'integer', 'number', 'positive_seconds', 'user_path', 'db_path', 'store_errors',
+           'check_db', 'check_llm_flags', 'in_flags', 'check_store_embedder', 'foreign_embedder', 'PassFailed', 'drain',
+           'replace_note', 'cmd_build', 'repeated_ids', 'repeated_note', 'merged_note', 'ack_lines', 'summarizer_note',
+           'cmd_insert', 'cmd_forget', 'cmd_update', 'cmd_maintain', 'cmd_compact', 'add_serve_args', 'cmd_serve',
+           'queued_note', 'cmd_retrieve', 'cmd_export', 'cmd_stats', 'readable', 'outline', 'cmd_inspect', 'demo_facts',
+           'cmd_demo', 'cmd_import_locomo', 'cmd_eval', 'interrupted_code', 'main', 'error_data', 'one_line',
+           'lists_in_json', 'plain_numbers', 'in_json']
 
 # %% ../nbs/08_cli.ipynb #e41c3e9b
 class UsageError(Exception):
@@ -310,7 +310,7 @@ def _store_embedder_id(p:Path)->str:
     if not p.exists(): return ""
     with _open_store(str(p)) as st: return st.embedder_id()
 
-# %% ../nbs/08_cli.ipynb #7e2cdf95
+# %% ../nbs/08_cli.ipynb #7e754e8b
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
@@ -318,6 +318,7 @@ class PassFailed(Exception):
     change's (None for `maintain`), `withdrawn` True when the change was taken back (a build) rather than left queued."""
     def __init__(self, msg:str, reason:str, ack=None, withdrawn:bool=False): super().__init__(msg); self.reason, self.ack, self.withdrawn = reason, ack, withdrawn
 
+CONFIG_UNSTORED = "the config file's keys are stored by the pass that applies a change, and no pass ran here"   # (--defer; maintain with nothing queued)
 UNCHANGED = "unchanged"   # `_pass` for an insert of stored texts only, or an update to the fact's own text: nothing was queued, so no pass runs
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
@@ -326,7 +327,9 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     signal came first (the failure is its doing)."""
     defer = getattr(args, "defer", False)
     if ack.unchanged and (defer or not ack.already_queued): return UNCHANGED   # (texts only queued by another change: its pass, or this one, applies them)
-    if defer: return None
+    if defer:
+        if load_config(getattr(args, "config", None)): print(f"setree: note: {CONFIG_UNSTORED} (--defer): give it to the `setree maintain` that applies the change", file=sys.stderr)
+        return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
     except StoreBusy: return BUSY
@@ -697,7 +700,7 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #3c181b8c
+# %% ../nbs/08_cli.ipynb #b240cd8a
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass. Stopped (Ctrl-C, a stop signal), it says what it left (`_maintain_stopped`)."
     with _kb(args, create=False) as kb:
@@ -711,6 +714,7 @@ def cmd_maintain(args)->int:
             raise
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact", rep["error"])
     idle = _idle(rep)
+    if idle and load_config(getattr(args, "config", None)): print(f"setree: note: {CONFIG_UNSTORED} (nothing was queued)", file=sys.stderr)
     note = replace_note(rep)
     _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep) + (f"\nnote: {note}" if note else "") + (f"\nnote: {mix}" if mix else ""),
          {**rep, "replace_note": note, "summarizer_note": mix})
