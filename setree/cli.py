@@ -225,7 +225,7 @@ def store_errors():
     except StoreDamaged: raise
     except StoreError as e: raise UsageError(str(e), "busy" if isinstance(e, StoreBusy) else "usage") from None
 
-# %% ../nbs/08_cli.ipynb #b5813706
+# %% ../nbs/08_cli.ipynb #0a6b18b5
 def check_db(path:str, # --db as given
               create:bool)->Path:
     "`path` as a `Path`. Raises `UsageError` naming the next step: for no file at `path` (unless `create`) and for a zero-byte file."
@@ -233,9 +233,19 @@ def check_db(path:str, # --db as given
     if not create and not p.exists():
         if not p.parent.is_dir(): raise UsageError(f"no setree store at {p.resolve()}: its directory {p.resolve().parent} does not exist either")
         raise UsageError(f"no setree store at {p.resolve()}: `setree build FILE --db {path}` creates one from a fact file")
-    if p.is_file() and p.stat().st_size == 0 and not Path(f"{p}-wal").is_file():   # (a zero-byte file beside a log is the library's to judge)
-        raise UsageError(f"{p.resolve()} is not a setree store: an empty file (0 bytes); delete it (`rm {path}`), then `setree build FILE --db {path}` creates a store there")
+    if _still_empty(p):   # (a zero-byte file beside a log is the library's to judge)
+        raise UsageError(f"{p.resolve()} is not a setree store: an empty file (0 bytes); if no other setree process is creating a store there, delete it "
+                         f"(`rm {path}`), then `setree build FILE --db {path}` creates a store there")
     return p
+
+def _still_empty(p:Path, wait_s:float=1.0)->bool:
+    "Whether `p` is a zero-byte file with no -wal beside it, and stays so for `wait_s` seconds: another process may be creating a store there this moment."
+    def empty(): return p.is_file() and p.stat().st_size == 0 and not Path(f"{p}-wal").is_file()
+    t0 = time.monotonic()
+    while empty():
+        if time.monotonic() - t0 >= wait_s: return True
+        time.sleep(0.05)
+    return False
 
 def _open_store(path:str, create:bool=False):
     "Open for writing (`create`: build) or read-only (every other command: a read never creates or changes a file)."
