@@ -27,7 +27,7 @@ def _did_you_mean(unknown:list, known)->str:
         if m: return f" (did you mean {json.dumps(m[0])}?)"
     return ""
 
-# %% ../nbs/05_build.ipynb #4631fd47
+# %% ../nbs/05_build.ipynb #3111abc7
 _INT_MAX = 2**31 - 1   # the largest count or seed a config takes: the clustering and the arrays hold them as C integers (a larger summary_tokens overflowed in a build)
 
 @dataclass(frozen=True)
@@ -74,7 +74,10 @@ class Config:
     def from_dict(cls, d:dict # parameter name -> value
                  )->Config:
         "Build from a mapping. Raises `ValueError` naming unknown keys."
-        if not isinstance(d, dict): raise TypeError(f"config must be a JSON object, got {type(d).__name__}")
+        if not isinstance(d, dict):   # (in JSON's words: a config file's reader thinks in JSON)
+            got = ("true/false" if isinstance(d, bool) else "a number" if isinstance(d, (int, float)) else "null" if d is None else "a string" if isinstance(d, str)
+                   else "an array" if isinstance(d, (list, tuple)) else type(d).__name__)
+            raise TypeError(f"config must be a JSON object, got {got}")
         names = {f.name for f in fields(cls)}
         if "min_score" in d and d["min_score"] is None: d = {**d, "min_score": -math.inf}  # JSON has no -inf: null means none
         unknown = sorted(set(d) - names)

@@ -179,7 +179,7 @@ def _depth(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #b8ec08f9
+# %% ../nbs/08_cli.ipynb #ecaf3a1f
 def positive_seconds(s:str)->float:
     "argparse type for --llm-timeout: a positive, finite number of seconds."
     v = float(s) if _NUM.fullmatch(s.strip()) else -1.0
@@ -194,6 +194,7 @@ def db_path(s:str)->str:
     "argparse type for --db: the path with a leading `~` expanded, the same for every command; an empty path or one with a NUL byte is refused."
     if not s.strip(): raise argparse.ArgumentTypeError(f"is empty ({s!r}): give the path of the store file, e.g. --db kb.db")
     if "\x00" in s: raise argparse.ArgumentTypeError(f"contains a NUL byte: {s!r}")
+    if s.endswith("/"): raise argparse.ArgumentTypeError(f"{s} ends with '/', so it names a directory: give the store file's path, e.g. {s.rstrip('/') or 'kb.db'}")
     return os.path.expanduser(s)
 
 def _positive_int(s:str)->int:

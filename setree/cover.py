@@ -118,7 +118,7 @@ def _ymd(s:str):
     except ValueError: return None   # no such day (30 February, month 13)
     return y, mo, d
 
-# %% ../nbs/06_cover.ipynb #c2945efe
+# %% ../nbs/06_cover.ipynb #95c1154f
 _MS_FROM = 1e11   # a number of at least this is milliseconds since 1970, not seconds (see above)
 _MARKER_LIKE = re.compile(r"\[([fs][0-9]+)\]")   # what a context's markers look like, `[f1]`, `[s2]`: never part of a date line
 
@@ -147,7 +147,8 @@ def compact_date(value # a fact's date: a string, or a number of seconds since 1
 
 def _fact_date(fact)->object:
     m = fact.meta or {}
-    return m.get("date", m.get("timestamp"))
+    d = m.get("date")
+    return m.get("timestamp") if d is None else d   # (a `date` of null gives way to a `timestamp`)
 
 # %% ../nbs/06_cover.ipynb #00c3a2d7
 def _layout(kinds:list[str], # 'fact' / 'summary' per item, in the caller's order (tree order for the cover)
