@@ -14,7 +14,7 @@ import numpy as np
 # %% auto #0
 __all__ = ['MAX_META_DEPTH', 'MAX_ID_CHARS', 'VOCAB_SHA256', 'MAX_MODEL_TOKENS', 'UNK_ID', 'patch', 'Fact', 'is_blank', 'fact_id',
            'unicode_problem', 'check_fact_id', 'check_new_fact_id', 'tidy_text', 'as_facts', 'RepeatedKey',
-           'unique_keys', 'default_vocab_path', 'wordpiece_tokenizer', 'strip_dropped', 'token_costs',
+           'unique_keys', 'json_type', 'default_vocab_path', 'wordpiece_tokenizer', 'strip_dropped', 'token_costs',
            'encoding_tokens', 'count_tokens', 'ClusterLevel', 'Tree', 'InvalidTree', 'joined_children', 'check_tree']
 
 # %% ../nbs/00_core.ipynb #3eb380c1
@@ -199,6 +199,12 @@ def unique_keys(pairs:list # the (key, value) pairs of one JSON object, as `json
     for k, _ in pairs:
         if k in seen: raise RepeatedKey(k)
         seen.add(k)
+
+# %% ../nbs/00_core.ipynb #8adf3387
+def json_type(v)->str:
+    "What a JSON value is, in JSON's words (for messages about a .jsonl line, a config file, and to the MCP server's callers)."
+    return ("true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else "null" if v is None else "a string" if isinstance(v, str)
+            else "an array" if isinstance(v, (list, tuple)) else "an object" if isinstance(v, dict) else type(v).__name__)
 
 # %% ../nbs/00_core.ipynb #ff256a0c
 VOCAB_SHA256 = "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3"  # SHA-256 of the published all-MiniLM-L6-v2 vocab.txt

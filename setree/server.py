@@ -26,10 +26,11 @@ try:
 except ImportError as e:  # the server is an optional extra
     raise ImportError("the setree MCP server needs the MCP SDK (mcp>=2.3,<3): pip install 'setree[mcp]', or from a clone of the repository pip install -e \".[mcp]\"", name=e.name or "mcp") from e
 
-# %% ../nbs/08b_server.ipynb #3d597448
+# %% ../nbs/08b_server.ipynb #9129bbba
 from . import __version__
 from .core import RepeatedKey, as_facts, patch, unicode_problem, unique_keys
-from .cli import plain_numbers, in_json, json_type
+from .cli import plain_numbers, in_json
+from .core import json_type
 from .cover import check_budget, cover_data
 from .store import StoreDamaged
 
