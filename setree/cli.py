@@ -904,16 +904,20 @@ def _retrieve_one(args, tree, prompt:str, budget:int|None, params, embedder=None
     else: _out(args, _human(cover), data)
     return 3 if cover.status == "budget_too_small" else 0
 
-# %% ../nbs/08_cli.ipynb #89452cc4
+# %% ../nbs/08_cli.ipynb #f0728518
 def _write_whole(arg:str, # the --out given
                  data:bytes, # what the file is to hold
                  store:Path, # the store file, resolved (never overwritten, nor its side files)
                 )->Path: # the file written (a symbolic link resolved)
-    "Replace the regular file `arg` names with `data` in one rename. Raises `UsageError` for what cannot or must not be replaced, `OSError` (its message naming `arg`) when the write fails."
+    """Replace the regular file `arg` names with `data`, JSON lines, in one rename. Raises `UsageError` for what cannot or must not be replaced, and
+    for a name `build` would not read back as JSON lines (`.jsonl`, or no extension: a `.txt` is one fact per line); `OSError` (its message naming `arg`) when the write fails."""
+    if not arg.strip(): raise UsageError("--out is empty: name the file to write (e.g. --out facts.jsonl), or give --out - for standard output")
     dst = Path(arg).resolve()
     if dst.is_dir(): raise UsageError(f"--out {arg} is a directory, not a file")
     if dst.exists() and not dst.is_file(): raise UsageError(f"--out {arg} is not a regular file (a device, pipe or socket): name a file, or write to standard output with --out -")
     if dst in {store, *(Path(f"{store}{x}") for x in _SIDE_FILES)}: raise UsageError(f"--out {arg} is the store itself or one of its side files; name another file")
+    if Path(arg).suffix.lower() not in ("", ".jsonl"):
+        raise UsageError(f"--out {arg}: export writes JSON lines, which build reads back from a .jsonl file (or one without an extension); name it {Path(arg).with_suffix('.jsonl').name}")
     if not dst.parent.is_dir(): raise UsageError(f"--out {arg}: directory {dst.parent} does not exist")
     mode = dst.stat().st_mode & 0o7777 if dst.exists() else None
     if mode is not None and not mode & 0o222: raise UsageError(f"--out {arg} is read-only (mode {mode:04o}): make it writable, or name another file")
@@ -928,17 +932,9 @@ def _write_whole(arg:str, # the --out given
         raise OSError(f"cannot write --out {arg}: {e.strerror or e}; nothing was written") from None
     return dst
 
-# %% ../nbs/08_cli.ipynb #ab403136
+# %% ../nbs/08_cli.ipynb #b91d8528
 UNREADABLE_NEXT = ("next step: restore a copy of the store, or move the file aside (with its -wal file, if there is one) and build anew from "
                    "your own copy of the facts, `setree build FILE --db PATH`")   # (export's way out when SQLite cannot read even the fact rows)
-
-def _export_out(arg:str, store:Path)->str:
-    """--out of export: a file `build` reads back as JSON lines (`.jsonl`, or no extension; a device such as /dev/null too). Raises `UsageError`
-    for an empty name or another extension (a `.txt` is one fact per line); the store's own files are left to `_write_whole`'s refusal."""
-    if not arg.strip(): raise UsageError("--out is empty: name the file to write (e.g. --out facts.jsonl), or give --out - for standard output")
-    dst, suffix = Path(arg).resolve(), Path(arg).suffix.lower()
-    if suffix not in ("", ".jsonl") and dst.parent != Path("/dev") and dst not in {store, *(Path(f"{store}{x}") for x in _SIDE_FILES)}: raise UsageError(f"--out {arg}: export writes JSON lines, which build reads back from a .jsonl file (or one without an extension); name it {Path(arg).with_suffix('.jsonl').name}")
-    return arg
 
 def cmd_export(args)->int:
     "setree export --db PATH [--out FILE]: the applied facts as JSON lines (id, text, meta), written by `_write_whole`; from a damaged store, the fact rows it holds (`Store.fact_rows`)."
@@ -952,7 +948,7 @@ def cmd_export(args)->int:
         print(f"setree: note: {e.detail}; exported are the {len(facts)} fact rows it holds, read without its tree", file=sys.stderr)
     data = "".join(json.dumps({"id": f.id, "text": f.text, **({"meta": f.meta} if f.meta else {})}, ensure_ascii=False) + "\n" for f in facts).encode("utf-8")
     if args.out == "-": (sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else sys.stdout.write(data.decode("utf-8"))); return 0
-    out = _write_whole(_export_out(args.out, Path(path).resolve()), data, Path(path).resolve())
+    out = _write_whole(args.out, data, Path(path).resolve())
     if getattr(args, "json", False): _out(args, None, {"exported": len(facts), "out": str(out), "pending": q["pending"], "pending_note": q["pending_note"]})
     else: print(f"exported {len(facts)} fact{'s' * (len(facts) != 1)} -> {args.out}", file=sys.stderr)
     return 0
