@@ -118,7 +118,7 @@ def _ymd(s:str):
     except ValueError: return None   # no such day (30 February, month 13)
     return y, mo, d
 
-# %% ../nbs/06_cover.ipynb #95c1154f
+# %% ../nbs/06_cover.ipynb #e6664f3d
 _MS_FROM = 1e11   # a number of at least this is milliseconds since 1970, not seconds (see above)
 _MARKER_LIKE = re.compile(r"\[([fs][0-9]+)\]")   # what a context's markers look like, `[f1]`, `[s2]`: never part of a date line
 
@@ -134,8 +134,7 @@ def compact_date(value # a fact's date: a string, or a number of seconds since 1
     if value is None or isinstance(value, bool): return None, None
     if isinstance(value, (int, float, np.integer, np.floating)):
         if not math.isfinite(value): return None, None
-        import datetime as dt
-        try: d = dt.datetime.fromtimestamp(float(value) / (1000 if abs(value) >= _MS_FROM else 1), dt.timezone.utc)
+        try: d = datetime.datetime.fromtimestamp(float(value) / (1000 if abs(value) >= _MS_FROM else 1), datetime.timezone.utc)
         except (OverflowError, OSError, ValueError): return None, None
         ymd = (d.year, d.month, d.day)
     else:

@@ -799,14 +799,15 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
     if got: signal.raise_signal(got[0])   # the tasks have ended: the signal goes to the handler it had before (the CLI's raises KeyboardInterrupt)
     if app.writer.damaged is not None: raise app.writer.damaged
 
-# %% ../nbs/08b_server.ipynb #953780a6
+# %% ../nbs/08b_server.ipynb #fb5387ac
 def embedder_spec(name:str|None, # --embedder, or None
                   path:Path, # the store file (may not exist yet)
+                  eid:str|None=None, # the store's `stored_embedder`, when read already
                  )->tuple[str, dict]: # (name, kwargs) for `setree.embed.get_embedder`
     "The embedder named on the command line, else the one the existing store was built with (MiniLM for a new store)."
     if name is None and path.is_file():
         from setree.embed import embedder_args
-        return embedder_args(stored_embedder(path))
+        return embedder_args(stored_embedder(path) if eid is None else eid)
     return (name or "minilm", {})
 
 def stored_embedder(path:Path # the store file
@@ -817,7 +818,7 @@ def stored_embedder(path:Path # the store file
         with Store(path, create=False, readonly=True) as st: return st.embedder_id()
     except StoreError: return ""
 
-# %% ../nbs/08b_server.ipynb #2a139832
+# %% ../nbs/08b_server.ipynb #c4e2029e
 def open_app(args)->MemoryServer:
     """Open the store named by `args.db` (canonicalized), load the embedder once and warm it, start the pass worker and
     the writer. Raises `UsageError` for bad arguments or a store that cannot be opened, `StoreDamaged` for one that opens but whose
@@ -832,7 +833,8 @@ def open_app(args)->MemoryServer:
     path = check_db(str(Path(args.db).expanduser().resolve()), create=not ro)   # (an empty file refused with the command line's next step)
     cfg = load_config(args.config)
     summ_kw = _chat_kwargs(args)
-    spec = embedder_spec(args.embedder, path)
+    eid = stored_embedder(path) if path.is_file() else ""   # (read once: to choose the embedder, and whether one is chosen yet)
+    spec = embedder_spec(args.embedder, path, eid)
     emb = get_embedder(spec[0], **spec[1])
     if path.is_file(): check_store_embedder(path, emb, given=args.embedder is not None)   # as on the command line: vectors of two models never mix
     emb.embed_query("warm up")        # load the model now, not in the first request
@@ -840,11 +842,11 @@ def open_app(args)->MemoryServer:
     if summ_kw is not None and args.passes == "thread":
         from setree.chat import ChatSummarizer
         summarizer = ChatSummarizer(**summ_kw)
-    chosen = args.embedder is not None or (path.is_file() and bool(stored_embedder(path)))   # (else the knowledge base takes the store's when a pass runs)
+    chosen = args.embedder is not None or bool(eid)   # (else the knowledge base takes the store's when a pass runs)
     with store_errors(): kb = KnowledgeBase(path, config=cfg, embedder=emb if chosen else None, summarizer=summarizer, create=not ro, readonly=ro)
-    try: kb.stats()   # the loader's check: a store whose tree cannot be loaded is refused now (`StoreDamaged`, exit 1), not in every call
+    try: st = kb.stats()   # the loader's check: a store whose tree cannot be loaded is refused now (`StoreDamaged`, exit 1), not in every call
     except BaseException: kb.close(); raise
-    if not ro and summ_kw is None and (n := sum(x == "chat" for x in kb.tree().summarizer)):   # (as `setree.cli.summarizer_note` says after a change's pass)
+    if not ro and summ_kw is None and (n := st["summarizers"].get("chat", 0)):   # (as `setree.cli.summarizer_note` says after a change's pass)
         print(f"setree serve: note: {n} summar{'y' if n == 1 else 'ies'} of this store {'was' if n == 1 else 'were'} written by an LLM; this server's passes "
               "write extractive ones: start it with --summarizer chat (with --llm-base-url and --llm-model) to keep them alike", file=sys.stderr, flush=True)
     if ro: return MemoryServer(kb, read_only=True)   # (no worker, no writer: nothing is ever written)
