@@ -315,7 +315,7 @@ def _store_embedder_id(p:Path)->str:
     if not p.exists(): return ""
     with _open_store(str(p)) as st: return st.embedder_id()
 
-# %% ../nbs/08_cli.ipynb #7e754e8b
+# %% ../nbs/08_cli.ipynb #b4bd11b6
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
@@ -324,6 +324,11 @@ class PassFailed(Exception):
     def __init__(self, msg:str, reason:str, ack=None, withdrawn:bool=False): super().__init__(msg); self.reason, self.ack, self.withdrawn = reason, ack, withdrawn
 
 CONFIG_UNSTORED = "the config file's keys are stored by the pass that applies a change, and no pass ran here"   # (--defer; maintain with nothing queued)
+
+def _unstored_config(args, why:str # the rest of the note, after its opening parenthesis
+                    ):
+    "Say on stderr that the config file given (--config, $SETREE_CONFIG) is not stored, when one is given: no pass ran."
+    if getattr(args, "config", None) or os.environ.get("SETREE_CONFIG"): print(f"setree: note: {CONFIG_UNSTORED} ({why}", file=sys.stderr)
 UNCHANGED = "unchanged"   # `_pass` for an insert of stored texts only, or an update to the fact's own text: nothing was queued, so no pass runs
 
 def _pass(kb, args, what:str, ack)->dict|str|None:
@@ -333,7 +338,7 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
     defer = getattr(args, "defer", False)
     if ack.unchanged and (defer or not ack.already_queued): return UNCHANGED   # (texts only queued by another change: its pass, or this one, applies them)
     if defer:
-        if load_config(getattr(args, "config", None)): print(f"setree: note: {CONFIG_UNSTORED} (--defer): give it to the `setree maintain` that applies the change", file=sys.stderr)
+        _unstored_config(args, "--defer): give it to the `setree maintain` that applies the change")
         return None
     from setree.store import StoreBusy
     try: rep = kb.maintain()
@@ -705,7 +710,7 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #b240cd8a
+# %% ../nbs/08_cli.ipynb #097a98d5
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass. Stopped (Ctrl-C, a stop signal), it says what it left (`_maintain_stopped`)."
     with _kb(args, create=False) as kb:
@@ -719,7 +724,7 @@ def cmd_maintain(args)->int:
             raise
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact", rep["error"])
     idle = _idle(rep)
-    if idle and load_config(getattr(args, "config", None)): print(f"setree: note: {CONFIG_UNSTORED} (nothing was queued)", file=sys.stderr)
+    if idle: _unstored_config(args, "nothing was queued)")
     note = replace_note(rep)
     _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep) + (f"\nnote: {note}" if note else "") + (f"\nnote: {mix}" if mix else ""),
          {**rep, "replace_note": note, "summarizer_note": mix})
