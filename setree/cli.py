@@ -173,23 +173,12 @@ def _depth(s:str)->int:
     if v is None or v < 0: raise argparse.ArgumentTypeError(f"must be a non-negative integer (ASCII digits 0-9), got {s!r}")
     return v
 
-# %% ../nbs/08_cli.ipynb #ecaf3a1f
+# %% ../nbs/08_cli.ipynb #8bfdb8e8
 def positive_seconds(s:str)->float:
     "argparse type for --llm-timeout: a positive, finite number of seconds."
     v = float(s) if _NUM.fullmatch(s.strip()) else -1.0
     if not 0 < v < float("inf"): raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {s!r}")
     return v
-
-def user_path(s:str)->str:
-    "argparse type for a file option (--config, --out, --prompts-file, a fact file): a leading `~` is the home directory, as in --db; `-` stays stdin/stdout."
-    return s if s == "-" else os.path.expanduser(s)
-
-def db_path(s:str)->str:
-    "argparse type for --db: the path with a leading `~` expanded, the same for every command; an empty path or one with a NUL byte is refused."
-    if not s.strip(): raise argparse.ArgumentTypeError(f"is empty ({s!r}): give the path of the store file, e.g. --db kb.db")
-    if "\x00" in s: raise argparse.ArgumentTypeError(f"contains a NUL byte: {s!r}")
-    if s.endswith("/"): raise argparse.ArgumentTypeError(f"{s} ends with '/', so it names a directory: give the store file's path, e.g. {s.rstrip('/') or 'kb.db'}")
-    return os.path.expanduser(s)
 
 def _positive_int(s:str)->int:
     """argparse type for budgets: only positive integers in ASCII digits ('12.5', '0', '-5', 'nan', 'true', '٣٠', '60_0' are refused), in the
@@ -204,6 +193,18 @@ def _positive_int(s:str)->int:
 def _typed(s:str)->str:
     "An option's value as typed; quoted when it is empty or has spaces or invisible characters at its ends."
     return s if s and s == s.strip() and s.isprintable() else repr(s)
+
+# %% ../nbs/08_cli.ipynb #46a27f86
+def user_path(s:str)->str:
+    "argparse type for a file option (--config, --out, --prompts-file, a fact file): a leading `~` is the home directory, as in --db; `-` stays stdin/stdout."
+    return s if s == "-" else os.path.expanduser(s)
+
+def db_path(s:str)->str:
+    "argparse type for --db: the path with a leading `~` expanded, the same for every command; an empty path or one with a NUL byte is refused."
+    if not s.strip(): raise argparse.ArgumentTypeError(f"is empty ({s!r}): give the path of the store file, e.g. --db kb.db")
+    if "\x00" in s: raise argparse.ArgumentTypeError(f"contains a NUL byte: {s!r}")
+    if s.endswith("/"): raise argparse.ArgumentTypeError(f"{s} ends with '/', so it names a directory: give the store file's path, e.g. {s.rstrip('/') or 'kb.db'}")
+    return os.path.expanduser(s)
 
 # %% ../nbs/08_cli.ipynb #3a0441e3
 def _out(args, human:str|None, # None: nothing for a person (what there is to say was said)
