@@ -14,9 +14,9 @@ import numpy as np
 from setree.core import count_tokens, encoding_tokens, patch, token_costs, wordpiece_tokenizer
 
 # %% auto #0
-__all__ = ['STOPWORDS', 'DUPLICATE_COSINE', 'OVERVIEW_FACTS', 'OVERVIEWS', 'SummaryRequest', 'Summary', 'check_request',
-           'enforce_budget', 'quoted_facts', 'token_info', 'unknown_only', 'fact_phrases', 'TermStats', 'term_stats',
-           'phrase_weights', 'keyphrases', 'prime', 'top_phrases', 'ExtractiveSummarizer']
+__all__ = ['STOPWORDS', 'KEYPHRASE_FACTS', 'DUPLICATE_COSINE', 'OVERVIEW_FACTS', 'OVERVIEWS', 'SummaryRequest', 'Summary',
+           'check_request', 'enforce_budget', 'quoted_facts', 'token_info', 'unknown_only', 'fact_phrases', 'TermStats',
+           'term_stats', 'phrase_weights', 'keyphrases', 'prime', 'top_phrases', 'ExtractiveSummarizer']
 
 # %% ../nbs/03_summarize.ipynb #dfd46fed
 @dataclass
@@ -260,15 +260,19 @@ def _phrase_tokens(surfaces:list[str] # phrases as `fact_phrases` writes them: o
     n = np.fromiter(map(len, words), np.int64, len(words))
     return np.add.reduceat(cnt, np.cumsum(n) - n) if len(n) else np.zeros(0, np.int64)
 
-# %% ../nbs/03_summarize.ipynb #6e8bca7f
+# %% ../nbs/03_summarize.ipynb #5e97d3dc
+KEYPHRASE_FACTS = 2048   # facts of a node whose phrases `keyphrases` counts: its most central ones (a choice, measured above)
+
 def keyphrases(texts:list[str], # the node's facts, most central first
                cap:int, # allowance in tokens for the comma-separated list
                background:TermStats|None=None, # the knowledge base's statistics
                exclude:set|frozenset=frozenset(), # lowercased words already shown: phrases using them are skipped
                groups:np.ndarray|None=None, # optional (len(texts),) int64 child of each fact: phrases taken in turn per child
                limit:int=64, # phrases considered, best first
+               most:int=KEYPHRASE_FACTS, # only the first `most` texts are read (and their `groups`)
               )->str: # 'p1, p2, ...' with count_tokens <= cap; '' when none fits
     "The node's most distinctive phrases that fit `cap` tokens, joined by ', ', no word repeated; in turn per child if `groups`."
+    texts, groups = texts[:most], (None if groups is None else groups[:most])
     ranked = top_phrases(texts, background, limit)
     if not ranked or cap < 1: return ""
     toks = _phrase_tokens([s for _, _, s, _ in ranked]).tolist()
