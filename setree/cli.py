@@ -316,7 +316,7 @@ def _store_embedder_id(p:Path)->str:
     if not p.exists(): return ""
     with _open_store(str(p)) as st: return st.embedder_id()
 
-# %% ../nbs/08_cli.ipynb #b4bd11b6
+# %% ../nbs/08_cli.ipynb #894a842f
 BUSY = "busy"   # `_pass` when another process's maintenance pass held the store: the change is queued, that pass or the next applies it
 
 class PassFailed(Exception):
@@ -354,6 +354,7 @@ def _pass(kb, args, what:str, ack)->dict|str|None:
 
 def drain(kb, # an open `setree.maintain.KnowledgeBase`
           rounds:int=3, # most passes run
+          reports:list|None=None, # optional: each pass's report is appended to it
          )->int: # passes run
     """After a pass: the changes other processes queued while it ran are applied too, by more passes, so that none waits for a pass nobody
     runs (a command that found this pass holding the store was told that it or the next applies its change). Stops when nothing is queued,
@@ -363,6 +364,7 @@ def drain(kb, # an open `setree.maintain.KnowledgeBase`
         if not kb.queue_state()["pending"]: return n
         try: r = kb.maintain()
         except StoreBusy: return n
+        if reports is not None: reports.append(r)
         if r["error"]: return n + 1
     return rounds
 
@@ -711,14 +713,15 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #097a98d5
+# %% ../nbs/08_cli.ipynb #f55341ae
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass. Stopped (Ctrl-C, a stop signal), it says what it left (`_maintain_stopped`)."
     with _kb(args, create=False) as kb:
         try:
             rep = kb.maintain()
             if rep["error"] and _STOPPED_BY[0] is not None: raise KeyboardInterrupt(rep["error"])   # the signal's doing, whatever the error says (`_pass`)
-            if not rep["error"]: drain(kb)   # (changes queued while it ran)
+            later = []
+            if not rep["error"]: drain(kb, reports=later)   # (changes queued while it ran)
             mix = None if rep["error"] else summarizer_note(kb.tree(), args, rep)
         except BaseException as e:
             if isinstance(e, KeyboardInterrupt) or _STOPPED_BY[0] is not None: e.setree_note = _maintain_stopped(kb, args.db)   # (said by `_stopped`)
@@ -726,10 +729,18 @@ def cmd_maintain(args)->int:
     if rep["error"]: raise PassFailed(f"maintenance pass failed: {rep['error']}; nothing was lost: the queue is intact", rep["error"])
     idle = _idle(rep)
     if idle: _unstored_config(args, "nothing was queued)")
-    note = replace_note(rep)
-    _out(args, "nothing queued: the tree is current" if idle else _pass_line(rep) + (f"\nnote: {note}" if note else "") + (f"\nnote: {mix}" if mix else ""),
-         {**rep, "replace_note": note, "summarizer_note": mix})
+    note, more = replace_note(rep), _later_passes(later, args.db)
+    _out(args, ("nothing queued: the tree is current" if idle else _pass_line(rep)) + (f"\nnote: {note}" if note else "") + (f"\nnote: {mix}" if mix else "") + more,
+         {**rep, "replace_note": note, "summarizer_note": mix, "later_passes": later})
     return 0
+
+def _later_passes(reps:list, db:str)->str:
+    "The lines of the passes `drain` ran after the command's own, for changes queued meanwhile ('' when none ran)."
+    out = "".join("\nthen, for changes queued meanwhile, " + _pass_line(r) for r in reps if not r["error"] and not _idle(r))
+    bad = [r for r in reps if r["error"]]
+    if bad: out += (f"\nnote: a later pass, for changes queued meanwhile, failed: {bad[0]['error']}; nothing was lost: they stay queued "
+                    f"(`setree maintain --db {db}` retries them)")
+    return out
 
 def _maintain_stopped(kb, db:str)->str:
     "What a stopped `setree maintain` left: its pass commits all or nothing, so the last applied tree and the queue are as they were."
@@ -1283,10 +1294,27 @@ def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
     "Entry point of the `setree` console script: one line on stderr and a non-zero exit for any error, never a traceback."
     with _stops_as_interrupt(): return _main(argv)
 
-# %% ../nbs/08_cli.ipynb #15be24a3
+# %% ../nbs/08_cli.ipynb #fc191c77
+def _signed_values(p:argparse.ArgumentParser, argv:list)->list:
+    """`argv` with a negative number after a numeric option joined to it (`--min-score -inf` -> `--min-score=-inf`): argparse takes
+    `-inf` or `-1e-3` for an option of its own and says the option expected one argument (it knows only `-1` and `-0.5` as numbers)."""
+    todo, opts = [p], set()
+    while todo:
+        q = todo.pop()
+        for a in q._actions:
+            if isinstance(a, argparse._SubParsersAction): todo += list(a.choices.values())
+            elif a.type in (number, integer): opts.update(a.option_strings)
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--": out += argv[i:]; break
+        if argv[i] in opts and i + 1 < len(argv) and argv[i + 1].startswith("-") and _NUM.fullmatch(argv[i + 1].strip()):
+            out.append(f"{argv[i]}={argv[i + 1]}"); i += 2
+        else: out.append(argv[i]); i += 1
+    return out
+
 def _parse(argv:list)->argparse.Namespace:
     "The parsed command line. Exits 2 (argparse's way) on a bad one; an unknown argument is reported by the parser of its command."
-    p = _parser(); args, extra = p.parse_known_args(argv)
+    p = _parser(); args, extra = p.parse_known_args(_signed_values(p, argv))
     if extra:
         for name in ("command", "source"):   # (down to the deepest parser chosen: `setree import …` and `setree eval …` have their own commands)
             acts = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]

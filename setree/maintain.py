@@ -170,12 +170,16 @@ class KnowledgeBase:
         raise EmbedderMismatch(self.path, stored, given, advice=f"no setree embedder makes its vectors: open it with embedder= one whose identity is {stored!r}, "
                                "or build(facts, replace=True) to re-embed every fact with setree's own")
 
-# %% ../nbs/07b_maintain.ipynb #803b602a
+# %% ../nbs/07b_maintain.ipynb #dca0b2c4
+def _as_stored(meta:dict)->dict:
+    "Metadata as the store gives it back (through JSON: a tuple is a list, a key a string), to compare it with stored metadata."
+    return json.loads(json.dumps(meta, allow_nan=False))
+
 class _Unchanged(Exception):
     "Raised inside a change's transaction when it changes nothing (an insert of stored texts only, an update to the fact's own text): nothing is written."
     def __init__(self, seq:int): self.seq = seq
 
-# %% ../nbs/07b_maintain.ipynb #b2c34b70
+# %% ../nbs/07b_maintain.ipynb #2273e096
 @patch
 def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text, id?, meta?) / Facts (as `build` accepts them)
           )->Ack: # ids: one per given item (the stored fact's id for a text that is already stored)
@@ -190,7 +194,7 @@ def insert(self:KnowledgeBase, facts # one text, or a list of texts / dicts(text
         now = lambda i: alias.get(i, renamed.get(i, i))
         check.ids, check.already = [now(i) for i in ids], list(dict.fromkeys(alias.values()))
         check.queued = {i: view.seqs[i] for i in check.already if i in view.seqs}   # (only queued: `id_of` found it in the queue)
-        check.kept = list(dict.fromkeys(a for f in kept if (a := alias.get(f.id)) and f.meta and (m := view.meta(a)) is not None and f.meta != m))
+        check.kept = list(dict.fromkeys(a for f in kept if (a := alias.get(f.id)) and f.meta and (m := view.meta(a)) is not None and _as_stored(f.meta) != m))
         check.merged = {**{g: now(i) for g, i in merged.items()},      # (and a named id whose text is stored under another id)
                         **{f.id: alias[f.id] for f in kept if alias.get(f.id, f.id) != f.id and not has_text_id(f)}}
         again = _queued_again(view, kept, alias, check.queued)   # (texts only queued by another change: queued by this one too)
