@@ -526,7 +526,7 @@ def _ack_now(args, text:str):
     "Print a change's acknowledgement at once (flushed) unless --json (whose one document comes at the end)."
     if not getattr(args, "json", False): print(text, flush=True)
 
-# %% ../nbs/08_cli.ipynb #972e2f86
+# %% ../nbs/08_cli.ipynb #2a717f5a
 def _ids_text(ids:list)->str: return f"{len(ids)} fact(s) {' '.join(ids[:10])}{' …' if len(ids) > 10 else ''}"
 
 def ack_lines(what:str, # the change: insert, forget, update, build or reset
@@ -537,7 +537,7 @@ def ack_lines(what:str, # the change: insert, forget, update, build or reset
     ids, queued = list(dict.fromkeys(ack.ids)), ack.already_queued
     new = [i for i in ids if i not in set(ack.already_stored)]
     if new or what not in ("insert", "update"): lines = [f"{what}: {_ids_text(new)} (seq {ack.seq})"]
-    elif what == "insert": lines = ["insert: nothing new"]
+    elif what == "insert": lines = [f"insert: nothing new to store; {len(queued)} fact(s) queued again (seq {ack.seq})" if queued else "insert: nothing new"]   # (queued again: see below)
     else: lines = [f"update: nothing to change: fact {ids[0]} already has this text" + (f", queued by an earlier change ({_seqs_text(queued)}), not applied yet"
                                                                                         if queued else " (nothing was queued)")]
     if len(ack.ids) > len(ids): lines.append(f"note: {len(ack.ids) - len(ids)} repeated fact(s) in the input stored once" + repeated_note(repeated_ids(ack.ids), ack.merged))

@@ -43,7 +43,7 @@ def _now()->str: return datetime.now(timezone.utc).isoformat(timespec="milliseco
 
 def _fact_dict(f:Fact)->dict: return {"id": f.id, "text": f.text, "meta": f.meta}
 
-# %% ../nbs/07b_maintain.ipynb #c12983fa
+# %% ../nbs/07b_maintain.ipynb #bb537ea2
 class _View:
     "The facts as they will be once the queue is applied, for validating a new mutation inside its transaction."
     def __init__(self, con, applied:int):
@@ -56,7 +56,9 @@ class _View:
             elif op == "forget": self.over.update(dict.fromkeys(p["ids"])); self.gone.update(dict.fromkeys(p["ids"], seq))
             elif op == "update": self.over[p["id"]] = p["text"]; self.seqs[p["id"]] = seq
         self.seqs = {i: q for i, q in self.seqs.items() if self.over.get(i) is not None}   # (not a forgotten one)
-        self.norms = {norm_text(t): i for i, t in self.over.items() if t is not None}
+        self.norms = {}   # normalized text -> the fact that holds it: the first queued (a pass skips a later copy of a text it holds)
+        for i, t in self.over.items():
+            if t is not None: self.norms.setdefault(norm_text(t), i)
 
     def text(self, fid:str)->str|None:
         "The text of fact `fid`, or None when it does not exist."
