@@ -402,18 +402,20 @@ def _queued_as(ack)->str:
 def _seqs_text(queued:dict)->str: # queued: {id: seq}, an ack's `already_queued`
     s = sorted(set(queued.values())); return f"seq {s[0]}" if len(s) == 1 else f"seqs {', '.join(map(str, s[:5]))}{' …' if len(s) > 5 else ''}"
 
-# %% ../nbs/08_cli.ipynb #3d5a6965
+# %% ../nbs/08_cli.ipynb #cb83e711
 def replace_note(rep:dict, # a pass report
                  ack=None, # the `Ack` of the command's own change, or None (`setree maintain`, whose pass applies what others queued)
                 )->str|None: # None unless the pass applied a build or reset that is not `ack`'s
     "The note of a pass that applied a queued build or reset the command did not ask for: which one, and the facts it replaced."
+    gone = "; ".join(f"the {w['op']} queued as seq {w['seq']} ({w['facts']} fact{'s' * (w['facts'] != 1)}) was withdrawn, not applied: the command that queued it "
+                     "ended before its pass (killed?)" for w in rep.get("withdrawn") or [])
     seq, op, n = rep.get("rebuild_seq"), rep.get("rebuild_op") or "build", int(rep.get("replaced") or 0)
-    if seq is None or (ack is not None and ack.seq == seq): return None
+    if seq is None or (ack is not None and ack.seq == seq): return gone or None
     held = f"the {n} fact{'s' * (n != 1)} the store held" if n else ("the knowledge base (it held no facts)" if op == "build" else "every fact (there were none)")
     return (f"this pass applied the {op} queued as seq {seq}{f' before this {ack.op}' if ack is not None else ''}, "
-            f"which {'deleted' if op == 'reset' else 'replaced'} {held}")
+            f"which {'deleted' if op == 'reset' else 'replaced'} {held}") + (f"; {gone}" if gone else "")
 
-# %% ../nbs/08_cli.ipynb #09dab455
+# %% ../nbs/08_cli.ipynb #dad47b5e
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
@@ -424,7 +426,7 @@ def cmd_build(args)->int:
         ack, rep, stopped = _change(kb, args, "build", new, lambda kb: _queue_build(kb, args, facts),
                                     lambda ack: f"build: {_ids_text(list(dict.fromkeys(ack.ids)))} (seq {ack.seq})", early=False)
         if stopped is not None: return stopped
-        if rep == BUSY: return _build_busy(args, ack)
+        if rep == BUSY: return _build_busy(kb, args, ack)
         tree, path = kb.tree(), str(kb.path); cfg = kb.config(tree)   # (what the build used: the flags and file over the stored config)
     replaced = rep.get("replaced") or before   # the pass's own count (a fact another process added meanwhile is replaced too); a damaged store's pass starts from nothing: its rows
     data = {**_build_data(tree, cfg, len(ack.ids) - len(set(ack.ids)), replaced, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
@@ -445,18 +447,19 @@ def _count_facts(db:str)->int:
     the pass counted none (it started from nothing: a damaged store)."""
     with _open_store(db) as st: return st.count_facts()
 
-# %% ../nbs/08_cli.ipynb #591577bc
+# %% ../nbs/08_cli.ipynb #cc6dae5e
 def _queue_build(kb, args, facts:list):
     "Queue the build of `facts` on `kb` (its ack); the library's refusals become `UsageError`s in the command's words."
-    try: return kb.build(facts, replace=args.replace)
+    try: return kb.build(facts, replace=args.replace, held=True)   # (this command's to apply: withdrawn by a later pass if it is killed first)
     except ValueError as e:
         if "already holds" not in str(e): raise UsageError(str(e)) from None
         held = str(e).split('knowledge base ', 1)[-1].split(';')[0]
         first = f"`setree maintain --db {args.db}` to apply the queued changes, " if "queued" in held else ""
         raise UsageError(f"store {args.db} {held}; use {first}--replace to delete them and build anew, or `setree insert` to add facts") from None
 
-def _build_busy(args, ack)->int:
-    "Another process's pass holds the store: the build is queued, and that pass or the next applies it (exit 0)."
+def _build_busy(kb, args, ack)->int:
+    "Another process's pass holds the store: the build is queued, handed over (`release`), and that pass or the next applies it (exit 0)."
+    kb.release(ack.seq)
     _out(args, _pass_line(BUSY, ack, args.db),   # (the ack line is printed when `_pass` returned)
          {"ack": ack.to_dict(), "repeated": repeated_ids(ack.ids), "pass": None, "applied": False, "reason": "another maintenance pass holds the store"})
     return 0
@@ -808,7 +811,7 @@ def cmd_serve(argv:list[str])->int:
 def _load_tree(path:str)->tuple: # (the tree, the store's path, its `queue_state`)
     with _open_store(path) as st: q = st.queue_state(); return st.load(), str(st.path), q   # damaged contents: `StoreError`, exit 1 like a change's
 
-# %% ../nbs/08_cli.ipynb #dcae401b
+# %% ../nbs/08_cli.ipynb #c5d73c0b
 def queued_note(state:dict, # a queue state: pending, applied_seq, queued_seq, last_pass, replaces (`Store.queue_state`, `KnowledgeBase.queue_state`)
                 way:str, # how the reader gets them applied, `{them}` standing for 'it' or 'them': "`setree maintain --db kb.db` applies {them}"
                )->str|None: # None when nothing is queued
@@ -827,7 +830,9 @@ def _replaces_note(r:dict|None, # a queue state's `replaces`: the last queued bu
     k = r.get("facts")
     what = (f"a build that replaces all facts with {k} fact{'s' * (k != 1)}" if r.get("op") == "build" and k else
             "a build that replaces all facts" if r.get("op") == "build" and k is None else f"a {r.get('op')} that deletes all facts")
-    return f"; {'it is' if n == 1 else 'one of them is'} {what} (seq {r.get('seq')})"
+    from setree.maintain import _ended
+    gone = ", queued by a command that ended before its pass (killed?): the next pass withdraws it" if r.get("held_by") and _ended(r["held_by"]) else ""
+    return f"; {'it is' if n == 1 else 'one of them is'} {what} (seq {r.get('seq')}){gone}"
 
 def _queued(args, state:dict)->dict:
     "`pending` and `pending_note` of a read's JSON; the note is also printed on stderr."
@@ -1237,9 +1242,10 @@ def _data_parsers(sub):
     el.add_argument("--mode", choices=["observations", "turns"], default="observations", help="facts: the observations (default) or the raw dialog turns")
     el.add_argument("--config", default=None, help="strict JSON config file"); el.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
-# %% ../nbs/08_cli.ipynb #26d60547
+# %% ../nbs/08_cli.ipynb #9711f9d6
 @contextlib.contextmanager
-def _stops_as_interrupt():
+def _stops_as_interrupt(own:bool=False # the command is this process: on leaving, the signals are ignored, not given their old handlers back
+                       ):
     "Within: SIGTERM, SIGHUP and SIGINT (unless ignored) raise `KeyboardInterrupt` and are noted in `_STOPPED_BY` (main thread only; elsewhere signals cannot be handled)."
     import signal, threading
     _STOPPED_BY[0] = None
@@ -1249,7 +1255,7 @@ def _stops_as_interrupt():
     old = {s: signal.signal(s, stop) for s in ours}
     try: yield
     finally:
-        for s, h in old.items(): signal.signal(s, h)
+        for s, h in old.items(): signal.signal(s, signal.SIG_IGN if own else h)
 
 # %% ../nbs/08_cli.ipynb #5193bed1
 _STOPPED_BY = [None]   # the stop signal (SIGINT, SIGTERM, SIGHUP) this command received; None: none (a `KeyboardInterrupt` then counts as Ctrl-C)
@@ -1284,7 +1290,7 @@ def _igraph_without_matplotlib():
     finally:
         if sys.modules.get("matplotlib", 0) is None: del sys.modules["matplotlib"]
 
-# %% ../nbs/08_cli.ipynb #b60bd79f
+# %% ../nbs/08_cli.ipynb #358c713c
 COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "inspect": cmd_inspect, "demo": cmd_demo,
             "import": cmd_import_locomo, "eval": cmd_eval, "insert": cmd_insert, "forget": cmd_forget, "update": cmd_update,
             "maintain": cmd_maintain, "compact": cmd_compact, "export": cmd_export}
@@ -1292,7 +1298,7 @@ COMMANDS = {"build": cmd_build, "retrieve": cmd_retrieve, "stats": cmd_stats, "i
 def main(argv:list[str]|None=None # arguments (default: sys.argv[1:])
         )->int: # exit code: 0 ok, 1 store or build failure, 2 bad usage/input, 3 budget too small, 128 + the signal's number when stopped (130 Ctrl-C)
     "Entry point of the `setree` console script: one line on stderr and a non-zero exit for any error, never a traceback."
-    with _stops_as_interrupt(): return _main(argv)
+    with _stops_as_interrupt(own=argv is None): return _main(argv)
 
 # %% ../nbs/08_cli.ipynb #fc191c77
 def _signed_values(p:argparse.ArgumentParser, argv:list)->list:

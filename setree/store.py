@@ -973,7 +973,7 @@ def vacuum(self:Store)->None:
         try: self._con.execute("VACUUM")
         except sqlite3.DatabaseError as e: raise self._db_error(e) from e
 
-# %% ../nbs/07_store.ipynb #291a6dc3
+# %% ../nbs/07_store.ipynb #5e85b74d
 def _queued_seq(con)->int:
     "The last seq ever queued (SQLite's counter of the queue: it survives the rows a pass deletes); 0 before the first."
     q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
@@ -989,16 +989,17 @@ def _queue_in(con)->dict:
 _REPLACE_FACTS = {}   # (store file, inode, seq) -> how many facts a queued build holds: its payload is counted once per process, not by every read
 
 def _replaces(con, applied:int # the store's applied_seq
-             )->dict|None: # {seq, op, facts}: the last queued build or reset, which replaces every fact; None when none waits
+             )->dict|None: # {seq, op, facts, held_by}: the last queued build or reset, which replaces every fact; None when none waits
     "The queued change after `applied` that replaces the whole knowledge base: a look at the op column; the payload is counted by SQLite once per entry and process."
     r = con.execute("SELECT seq, op FROM queue WHERE seq > ? AND op IN ('build', 'reset') ORDER BY seq DESC LIMIT 1", (applied,)).fetchone()
     if r is None: return None
     f = con.execute("PRAGMA database_list").fetchone()[2]; key = (f, os.stat(f).st_ino if f else 0, r[0])
     if key not in _REPLACE_FACTS:
         if len(_REPLACE_FACTS) > 64: _REPLACE_FACTS.clear()
-        try: _REPLACE_FACTS[key] = con.execute("SELECT json_array_length(payload, '$.facts') FROM queue WHERE seq = ?", (r[0],)).fetchone()[0]
-        except sqlite3.Error: return dict(seq=r[0], op=r[1], facts=None)   # (a payload that is no JSON: the pass names it)
-    return dict(seq=r[0], op=r[1], facts=_REPLACE_FACTS[key])
+        try: _REPLACE_FACTS[key] = con.execute("SELECT json_array_length(payload, '$.facts'), json_extract(payload, '$.held_by') FROM queue WHERE seq = ?", (r[0],)).fetchone()
+        except sqlite3.Error: return dict(seq=r[0], op=r[1], facts=None, held_by=None)   # (a payload that is no JSON: the pass names it)
+    n, held = _REPLACE_FACTS[key]
+    return dict(seq=r[0], op=r[1], facts=n, held_by=json.loads(held) if held else None)   # held_by: the process a held build belongs to (`KnowledgeBase.build`)
 
 @patch
 def queued(self:Store, after:int=0 # only entries with seq > after

@@ -75,3 +75,33 @@ def test_the_ack_line_arrives_through_a_pipe_before_the_pass_ends(tmp_path, cmd)
     p.send_signal(signal.SIGINT); p.communicate(timeout=120)
     assert line.startswith(f"{cmd}: 40000 fact(s) ") and line.rstrip().endswith(f"(seq {1 + (cmd == 'insert')})"), line
     assert running, "the pass had finished before the ack line arrived"
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_after_the_command_finished_changes_nothing(tmp_path, sig):
+    """A stop signal once the command is done (its output printed, its change applied), e.g. while Python shuts down: the exit code is the
+    command's, and nothing more is printed (before: the process died of the signal, exit 128 + its number, with no word, after an applied insert)."""
+    code = ("import os, signal, sys\nfrom setree.cli import main\n"
+            "code = main()\n"
+            "os.kill(os.getpid(), signal.%s); sys.stdout.flush()\n"        # the signal arrives after `main` returned
+            "sys.exit(code)" % sig.name)
+    r = subprocess.run([sys.executable, "-c", code, "insert", "-", "--db", tmp_path / "kb.db", "--embedder", "hashing"],
+                       input="the user keeps one note about cats\n", capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stderr) == (0, f"setree: created a new store at {(tmp_path / 'kb.db').resolve()}\n"), (r.returncode, r.stderr)
+    assert r.stdout.startswith("insert: 1 fact(s)") and "\npass: full rebuild (1 inserted" in r.stdout, r.stdout
+    assert json.loads(setree("stats", "--db", tmp_path / "kb.db", "--json").stdout)["facts"] == 1
+
+def test_a_build_killed_outright_is_withdrawn_by_the_next_pass(tmp_path):
+    """kill -9 during a `build --replace` (nothing can withdraw it then): the next command's pass withdraws the build, which its command held,
+    and says so (before: the build stayed queued with no line printed, and the next unrelated insert replaced the 12 facts with it)."""
+    small, big, db = tmp_path / "small.txt", big_file(tmp_path / "big.txt"), tmp_path / "kb.db"
+    small.write_text("".join(f"the user keeps note number {i} about cats\n" for i in range(12)), encoding="utf-8")
+    assert setree("build", small, "--db", db, "--embedder", "hashing").returncode == 0
+    code, err, out = interrupt_build(db, big, "--replace", sig=signal.SIGKILL)
+    assert code == -signal.SIGKILL and out == "", (code, err, out)
+    r = setree("stats", "--db", db)
+    assert "it is a build that replaces all facts with 40000 facts (seq 2), queued by a command that ended before its pass (killed?): the next pass withdraws it" in r.stderr, r.stderr
+    r = setree("insert", "-", "--db", db, input="the user adds one small fact\n")
+    assert r.returncode == 0, r.stderr
+    assert "note: the build queued as seq 2 (40000 facts) was withdrawn, not applied: the command that queued it ended before its pass" in r.stdout, r.stdout
+    st = json.loads(setree("stats", "--db", db, "--json").stdout)
+    assert (st["facts"], st["pending"]) == (13, 0), st

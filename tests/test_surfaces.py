@@ -53,13 +53,14 @@ def test_queued_changes_are_named_by_every_reader(store, hashing):
     assert (json.loads(r.stdout)["pending_note"], r.stderr) == (None, "")
 
 def test_a_queued_replace_is_named_by_every_reader_and_by_the_pass_that_applies_it(store, hashing):
-    """A build queued by a command killed before its pass (`kill -9`): a durable change, applied by the next pass, whoever runs it.
+    """A build queued and not applied (a library caller's or the MCP server's, not held by its process: `setree build`'s, killed, is withdrawn
+    instead): a durable change, applied by the next pass, whoever runs it.
     Before: the note said only `1 change is queued`, and the next `setree insert` replaced every fact without a word in `--json`."""
     from setree.maintain import KnowledgeBase
     new = ["the user moved to Lisbon", "the user learns Portuguese"]
-    with KnowledgeBase(store, embedder=hashing) as kb:                     # queued, never applied: what a killed `setree build --replace` leaves
+    with KnowledgeBase(store, embedder=hashing) as kb:                     # queued, never applied
         seq = kb.build(new, replace=True).seq
-        assert kb.queue_state()["replaces"] == {"seq": seq, "op": "build", "facts": 2}
+        assert kb.queue_state()["replaces"] == {"seq": seq, "op": "build", "facts": 2, "held_by": None}
     clause = f"; it is a build that replaces all facts with 2 facts (seq {seq}); "
     r = run("retrieve", "sails", "--db", store, "--json")
     cli = json.loads(r.stdout)
