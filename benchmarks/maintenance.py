@@ -616,6 +616,8 @@ def quality_table(q:dict, forget:bool=False)->str:
     return "\n".join(lines)
 
 
+PROMPT_S = 0.0074   # CPU seconds of one prompt's embedding on this machine (a 19-token sentence, one thread; measured 2026-12-04, see the maintenance speed report)
+
 def targets(cost:dict)->str:
     "The targets at every size measured, each with its measured value (CPU time of the one core; wall time under the machine's load)."
     return "\n\n".join(_targets(n, r) for n, r in cost["sizes"].items())
@@ -634,6 +636,8 @@ def _targets(n:str, r:dict)->str:
         f"wall P50 {1000 * w50:.1f} ms, P95 {1000 * r['insert1']['seconds']['p95']:.1f} ms on the loaded machine",
         f"- full rebuild CPU {rb:.1f} s = {rb / c50:,.0f} x the single insert's CPU P50 (target >= 1000 x: {ok(rb / c50 >= 1000)}); "
         f"wall ratio {r['rebuild']['seconds']['p50'] / w50:,.0f} x",
+        f"- (a trial here embeds no prompt, which the targets' pass includes: with one of {1000 * PROMPT_S:.1f} ms, the insert would cost "
+        f"{1000 * (c50 + PROMPT_S):.1f} ms and the rebuild {rb / (c50 + PROMPT_S):,.0f} x it)",
         f"- summarizer calls for communities whose fact set did not change, per single-insert pass: max {max(extra) if extra else 'n/a (no stub to count requests)'}"
         + (f" (target 0: {ok(max(extra) <= 0)})" if extra else "") + f"; unchanged communities whose summary text changed: max {max(kept) if kept else 'n/a'}",
         f"- passes that fell back to a full rebuild: {r['insert1']['full_rebuild_passes']} of {r['insert1']['seconds']['n']} single inserts, "
