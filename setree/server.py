@@ -473,16 +473,27 @@ def ack_text(ack, # the `Ack` of a queued change
         when = f"once its pass has embedded and clustered {len(ack.ids):,} facts, which takes a while"
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally {when})."
 
-# %% ../nbs/08b_server.ipynb #8a87726b
+# %% ../nbs/08b_server.ipynb #9f430fef
 @patch
-def _queued(self:MemoryServer, ack, replaced:int|None=None # build/reset: the facts stored when it was queued (deleted by its pass)
+def _queued(self:MemoryServer, ack, replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
+            texts:list|None=None, # insert, update, build: the change's texts, for the note on a fact longer than the default budget
            )->mt.CallToolResult:
     from setree.cli import repeated_ids
     queued = not ack.unchanged
     earlier = ack.unchanged and self._queue.queue_state()["applied_seq"] < max(ack.already_queued.values(), default=0)   # its texts only queued, not applied yet
     if queued or earlier: self.writer.changed()   # (texts another process queued: a pass after the quiet window, not only at the next poll)
     d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": queued, **({"replaces_facts": replaced} if replaced is not None else {})}
-    return _result(ack_text(ack, replaced, earlier, self.writer.quiet_s), d)
+    note = self._long_note(texts, len(texts) > 1 or ack.op != "build") if texts and queued else ""
+    return _result(ack_text(ack, replaced, earlier, self.writer.quiet_s) + note, {**d, **({"long_fact_note": note.strip()[6:]} if note else {})})
+
+@patch
+def _long_note(self:MemoryServer, texts:list, # the change's fact texts
+               summaries:bool, # whether a summary will stand above the facts (the knowledge base will hold two or more)
+              )->str:
+    "The command line's note on a fact longer than the default budget (`setree.cli._size_notes`): a context quotes it only at a budget of at least its tokens."
+    from setree.cli import _size_notes
+    from setree.core import count_tokens
+    return _size_notes({"longest_fact_tokens": int(count_tokens(texts).max()), "default_budget": self.kb.config().default_budget}, summaries)
 
 # %% ../nbs/08b_server.ipynb #0fe2e54c
 def iso_time(t:float|None # seconds since the epoch, or None
@@ -528,7 +539,7 @@ def tool_maintain(self:MemoryServer, wait_seconds=60):
     msg = (f"pass failed: {failed}" if failed else "pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
     return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)), error=bool(failed))
 
-# %% ../nbs/08b_server.ipynb #a15b9233
+# %% ../nbs/08b_server.ipynb #8ef17444
 @patch
 def call(self:MemoryServer, name:str, # tool name
           arguments:dict|None, # its arguments
@@ -545,10 +556,10 @@ def call(self:MemoryServer, name:str, # tool name
         if name == "retrieve": return self.tool_retrieve(a["prompt"], a.get("budget"), a.get("all_fact_ids", False))
         if name == "stats": return self.tool_stats()
         if name == "maintain": return self.tool_maintain(a.get("wait_seconds", 60))
-        if name == "insert": return self._queued(kb.insert(a["facts"]))
+        if name == "insert": return self._queued(kb.insert(a["facts"]), texts=[f.text for f in as_facts(a["facts"])])
         if name == "forget": return self._queued(kb.forget(a["ids"]))
-        if name == "update": return self._queued(kb.update(a["id"], a["text"]))
-        if name == "build": n = kb.stats()["facts"]; return self._queued(kb.build(a["facts"], replace=a.get("replace", False)), n)
+        if name == "update": return self._queued(kb.update(a["id"], a["text"]), texts=[a["text"]])
+        if name == "build": n = kb.stats()["facts"]; return self._queued(kb.build(a["facts"], replace=a.get("replace", False)), n, [f.text for f in as_facts(a["facts"])])
         if name == "reset": n = kb.stats()["facts"]; return self._queued(kb.reset(confirm=a["confirm"]), n)
     except StoreBusy as e:
         return _result(f"the knowledge base is busy, nothing was changed; retry: {e}", {"error": str(e), "retryable": True}, error=True)
