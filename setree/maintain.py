@@ -104,7 +104,7 @@ def _as_config(config)->tuple: # (a whole `Config` or None, {key: value} to chan
     if isinstance(config, dict): c = Config.from_dict(config); return None, {k: getattr(c, k) for k in config}
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #8ae08b32
+# %% ../nbs/07b_maintain.ipynb #550a0a1c
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
@@ -128,6 +128,9 @@ class KnowledgeBase:
     def __enter__(self): return self
     def __exit__(self, *exc): self.close()
     def __repr__(self): return f"KnowledgeBase({str(self.path)!r}{', readonly' if self.readonly else ''})"
+    def _readonly_error(self)->StoreError:
+        "The refusal of a change on a read-only knowledge base: that it is closed, when it is (as a writable one says), else that it is read-only."
+        return StoreError(f"store {self.path} is {'closed' if self._r._con is None else 'open read-only'}")
 
     def embedder(self):
         """The embedder of this knowledge base: the one given, else the store's own (`setree.embed.embedder_for` its stored identity; MiniLM
@@ -147,7 +150,7 @@ class KnowledgeBase:
         return c.replace(**self._over) if self._over else c
 
     def _enqueue(self, op:str, payload:dict, check, replaces:bool=False)->int:
-        if self.readonly: raise StoreError(f"store {self.path} is open read-only")
+        if self.readonly: raise self._readonly_error()
         def refusing(check, *a):   # (the damage found, and that nothing was queued)
             try: check(*a)
             except StoreDamaged as e: raise StoreDamaged(f"{e.detail}; the {op} is refused: nothing was queued", e.next_step) from None
@@ -347,13 +350,13 @@ def reset(self:KnowledgeBase, confirm:bool=False # must be True: every fact is d
     if confirm is not True: raise ValueError("reset deletes every fact of the knowledge base; call reset(confirm=True)")
     return Ack(self._enqueue("reset", {"facts": []}, lambda view: None, replaces=True), "reset", [])
 
-# %% ../nbs/07b_maintain.ipynb #d668ea59
+# %% ../nbs/07b_maintain.ipynb #90df9de7
 @patch
 def withdraw(self:KnowledgeBase, seq:int # the `Ack.seq` of a queued change
             )->bool: # True: removed from the queue, never applied; False: already applied (or no such change)
     "Take a queued change back before any pass applies it. Raises `StoreBusy` when a pass holds the lock past `timeout_s`, `StoreError` read-only."
     if isinstance(seq, bool) or not isinstance(seq, int): raise TypeError(f"seq must be an integer (an Ack's seq), got {seq!r:.40} ({type(seq).__name__})")
-    if self.readonly: raise StoreError(f"store {self.path} is open read-only")
+    if self.readonly: raise self._readonly_error()
     with self._pass_lock():
         return self._w._txn(lambda con: con.execute("DELETE FROM queue WHERE seq = ? AND seq > ?",
                                                     (int(seq), int(_meta(con).get("applied_seq", "0")))).rowcount == 1, write=True)
@@ -642,14 +645,14 @@ def _without_ended(self:KnowledgeBase, entries:list)->tuple[list, list]:
     if ended: self._w._txn(lambda con: con.executemany("DELETE FROM queue WHERE seq = ?", [(s,) for s in sorted(ended)]), write=True)
     return [e for e in entries if e[0] not in ended], [{"seq": s, "op": op, "facts": len(p.get("facts", []))} for s, op, p in entries if s in ended]
 
-# %% ../nbs/07b_maintain.ipynb #5febc8a4
+# %% ../nbs/07b_maintain.ipynb #c2da9257
 @patch
 def maintain(self:KnowledgeBase)->dict:
     """Drain the whole queue now in one atomic pass; returns the pass report (also kept as `stats()["last_pass"]`).
     A pass that fails (a summarizer that is down, a bug) commits nothing: the last tree and the queue stay, and the report's
     `error` says why. Raises `StoreDamaged` when the committed tree cannot be loaded, `StoreBusy` when another pass holds the lock past `timeout_s`, `StoreError` for a read-only store,
     `EmbedderMismatch` when the knowledge base was opened with another embedder than the store's (only a build or reset re-embeds)."""
-    if self.readonly: raise StoreError(f"store {self.path} is open read-only")
+    if self.readonly: raise self._readonly_error()
     with self._pass_lock(), _gc_paused():
         started = time.time(); t0 = time.perf_counter()
         state = self._w.queue_state()
@@ -1441,7 +1444,7 @@ def tree(self:KnowledgeBase)->Tree:
         if self._cache is None or self._cache[0] <= t._generation: self._cache = (t._generation, t)
     return t
 
-# %% ../nbs/07b_maintain.ipynb #de3da307
+# %% ../nbs/07b_maintain.ipynb #37c1b0a7
 @patch
 def retrieve(self:KnowledgeBase, prompt:str, # the prompt
              budget:int|None=None, # tokens; None: the config's default_budget
@@ -1452,6 +1455,8 @@ def retrieve(self:KnowledgeBase, prompt:str, # the prompt
     from setree.cover import CoverParams, retrieve
     t = self.tree()
     emb = self._embedder if self._embedder is not None and getattr(self._embedder, "identity", None) == t.embedder_id else None
+    if self._given and emb is None and t.n_facts and t.embedder_id:   # an embedder given at opening that is not the store's: refused, as a change refuses it
+        raise EmbedderMismatch(self.path, t.embedder_id, getattr(self._embedder, "identity", "?"), advice="open the knowledge base without an embedder (its own is used)")
     if self._config is not None or self._over:
         c = self.config(t)
         budget, params = (c.default_budget if budget is None else budget), (CoverParams.from_config(c) if params is None else params)
@@ -1472,13 +1477,13 @@ def queue_state(self:KnowledgeBase)->dict:
     build or reset, which replaces every fact when a pass applies it: {seq, op, facts}, or None), read in one transaction; no tree check."""
     return self._r.queue_state()
 
-# %% ../nbs/07b_maintain.ipynb #87c9dadc
+# %% ../nbs/07b_maintain.ipynb #f161dcf2
 @patch
 def compact(self:KnowledgeBase)->dict:
     """Rewrite the store file without unused space (`Store.vacuum`), then empty the write-ahead log; the tree and the queue are unchanged.
     Returns bytes_before, bytes_after (the file and its log), seconds, log_emptied (False: a reader of an old snapshot kept the log, so the old file, forgotten texts included, stays until it closes; the next
     checkpoint or the last close empties it). Raises `StoreError` read-only, `StoreBusy` when a pass or writer holds the store past `timeout_s`."""
-    if self.readonly: raise StoreError(f"store {self.path} is open read-only")
+    if self.readonly: raise self._readonly_error()
     with self._pass_lock():
         before, t0 = store_bytes(self.path), time.perf_counter()
         self._w.vacuum(); emptied = self._w.checkpoint()
