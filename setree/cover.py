@@ -149,7 +149,7 @@ def _fact_date(fact)->object:
     d = m.get("date")
     return m.get("timestamp") if d is None else d   # (a `date` of null gives way to a `timestamp`)
 
-# %% ../nbs/06_cover.ipynb #00c3a2d7
+# %% ../nbs/06_cover.ipynb #8205fc61
 def _layout(kinds:list[str], # 'fact' / 'summary' per item, in the caller's order (tree order for the cover)
             groups:list[int], # date group of each item (-1: none; summaries: -1)
             gkey:list, # sort key of each date group
@@ -160,6 +160,8 @@ def _layout(kinds:list[str], # 'fact' / 'summary' per item, in the caller's orde
     if not dates: return idx
     return sorted(idx, key=lambda i: (kinds[i] != "summary", groups[i] >= 0, gkey[groups[i]] if groups[i] >= 0 else (), i))
 
+_IN_PARENS = r"(\1)"   # `_MARKER_LIKE`'s match in parentheses: `[f9]` -> `(f9)`
+
 def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], list[str]]:
     "(rendered text, render order, marker of each item in the caller's order)."
     order = _layout(kinds, groups, gkey, dates)
@@ -169,7 +171,7 @@ def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], lis
         else: ns += 1; marks[i] = f"s{ns}"
         if dates and kinds[i] == "fact" and groups[i] >= 0 and groups[i] != last: lines.append(f"{gtext[groups[i]]}:")
         if dates and kinds[i] == "fact": last = groups[i]
-        lines.append(f"[{marks[i]}] {one_line(texts[i])}")
+        lines.append(f"[{marks[i]}] {_MARKER_LIKE.sub(_IN_PARENS, one_line(texts[i]))}")   # (text like a marker: in parentheses, see above)
     return (HEADER + "\n" + "\n".join(lines) if lines else ""), order, marks
 
 # %% ../nbs/06_cover.ipynb #aa50b714
