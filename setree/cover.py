@@ -118,14 +118,16 @@ def _ymd(s:str):
     except ValueError: return None   # no such day (30 February, month 13)
     return y, mo, d
 
-# %% ../nbs/06_cover.ipynb #aa85c086
+# %% ../nbs/06_cover.ipynb #7c1c5294
 _MS_FROM = 1e11   # a number of at least this is milliseconds since 1970, not seconds (see above)
-_MARKER_LIKE = re.compile(rf"\[({_MARKER_ID.pattern})\]")   # a context's marker, `[f1]`, `[s2]` (`setree.core`'s form of one): never part of a date line
+_MARKER_LIKE = re.compile(rf"\[({_MARKER_ID.pattern})\]")   # a context's marker, `[f1]`, `[s2]` (`setree.core`'s form of one)
+
+def _unmarked(s:str)->str: return _MARKER_LIKE.sub(r"(\1)", s)   # text written like a marker, in parentheses: `[f9]` -> `(f9)` (the same tokens)
 
 def _date_text(value)->str:
     "An unreadable date as its line shows it: one line, JSON for a list or object, nothing that reads as a marker, at most 40 characters."
     s = json.dumps(value, ensure_ascii=False) if isinstance(value, (dict, list)) else str(value)
-    s = _MARKER_LIKE.sub(r"(\1)", one_line(s).strip())
+    s = _unmarked(one_line(s).strip())
     return s if len(s) <= 40 else s[:39].rstrip() + "…"
 
 def compact_date(value # a fact's date: a string, or a number of seconds since 1970 (UTC); None or '' for none
@@ -149,7 +151,7 @@ def _fact_date(fact)->object:
     d = m.get("date")
     return m.get("timestamp") if d is None else d   # (a `date` of null gives way to a `timestamp`)
 
-# %% ../nbs/06_cover.ipynb #8205fc61
+# %% ../nbs/06_cover.ipynb #13a68415
 def _layout(kinds:list[str], # 'fact' / 'summary' per item, in the caller's order (tree order for the cover)
             groups:list[int], # date group of each item (-1: none; summaries: -1)
             gkey:list, # sort key of each date group
@@ -160,8 +162,6 @@ def _layout(kinds:list[str], # 'fact' / 'summary' per item, in the caller's orde
     if not dates: return idx
     return sorted(idx, key=lambda i: (kinds[i] != "summary", groups[i] >= 0, gkey[groups[i]] if groups[i] >= 0 else (), i))
 
-_IN_PARENS = r"(\1)"   # `_MARKER_LIKE`'s match in parentheses: `[f9]` -> `(f9)`
-
 def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], list[str]]:
     "(rendered text, render order, marker of each item in the caller's order)."
     order = _layout(kinds, groups, gkey, dates)
@@ -171,7 +171,7 @@ def _render(kinds, texts, groups, gtext, gkey, dates)->tuple[str, list[int], lis
         else: ns += 1; marks[i] = f"s{ns}"
         if dates and kinds[i] == "fact" and groups[i] >= 0 and groups[i] != last: lines.append(f"{gtext[groups[i]]}:")
         if dates and kinds[i] == "fact": last = groups[i]
-        lines.append(f"[{marks[i]}] {_MARKER_LIKE.sub(_IN_PARENS, one_line(texts[i]))}")   # (text like a marker: in parentheses, see above)
+        lines.append(f"[{marks[i]}] {_unmarked(one_line(texts[i]))}")   # (text like a marker: in parentheses, see above)
     return (HEADER + "\n" + "\n".join(lines) if lines else ""), order, marks
 
 # %% ../nbs/06_cover.ipynb #aa50b714

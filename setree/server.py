@@ -473,7 +473,7 @@ def ack_text(ack, # the `Ack` of a queued change
         when = f"once its pass has embedded and clustered {len(ack.ids):,} facts, which takes a while"
     return head + f"\nqueued: visible to retrieve once stats shows applied_seq >= {ack.seq} (normally {when})."
 
-# %% ../nbs/08b_server.ipynb #9f430fef
+# %% ../nbs/08b_server.ipynb #c792d751
 @patch
 def _queued(self:MemoryServer, ack, replaced:int|None=None, # build/reset: the facts stored when it was queued (deleted by its pass)
             texts:list|None=None, # insert, update, build: the change's texts, for the note on a fact longer than the default budget
@@ -483,17 +483,21 @@ def _queued(self:MemoryServer, ack, replaced:int|None=None, # build/reset: the f
     earlier = ack.unchanged and self._queue.queue_state()["applied_seq"] < max(ack.already_queued.values(), default=0)   # its texts only queued, not applied yet
     if queued or earlier: self.writer.changed()   # (texts another process queued: a pass after the quiet window, not only at the next poll)
     d = {**ack.to_dict(), "repeated": repeated_ids(ack.ids), "queued": queued, **({"replaces_facts": replaced} if replaced is not None else {})}
-    note = self._long_note(texts, len(texts) > 1 or ack.op != "build") if texts and queued else ""
-    return _result(ack_text(ack, replaced, earlier, self.writer.quiet_s) + note, {**d, **({"long_fact_note": note.strip()[6:]} if note else {})})
+    note = self._long_note(texts, len(texts) > 1 or ack.op != "build") if texts and queued else None
+    return _result(ack_text(ack, replaced, earlier, self.writer.quiet_s) + (f"\nnote: {note}" if note else ""), {**d, **({"long_fact_note": note} if note else {})})
 
 @patch
 def _long_note(self:MemoryServer, texts:list, # the change's fact texts
                summaries:bool, # whether a summary will stand above the facts (the knowledge base will hold two or more)
-              )->str:
-    "The command line's note on a fact longer than the default budget (`setree.cli._size_notes`): a context quotes it only at a budget of at least its tokens."
+              )->str|None:
+    """The command line's note on a fact longer than the default budget (`setree.cli._size_notes`), without its `note: `; None when no fact is.
+    Only texts of more characters than the budget are counted: a token is at least one character."""
     from setree.cli import _size_notes
     from setree.core import count_tokens
-    return _size_notes({"longest_fact_tokens": int(count_tokens(texts).max()), "default_budget": self.kb.config().default_budget}, summaries)
+    budget = self.kb.config().default_budget
+    long = [t for t in texts if len(t) > budget]
+    if not long: return None
+    return _size_notes({"longest_fact_tokens": int(count_tokens(long).max()), "default_budget": budget}, summaries).removeprefix("\nnote: ") or None
 
 # %% ../nbs/08b_server.ipynb #0fe2e54c
 def iso_time(t:float|None # seconds since the epoch, or None
