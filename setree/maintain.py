@@ -1477,6 +1477,16 @@ def queue_state(self:KnowledgeBase)->dict:
     build or reset, which replaces every fact when a pass applies it: {seq, op, facts}, or None), read in one transaction; no tree check."""
     return self._r.queue_state()
 
+# %% ../nbs/07b_maintain.ipynb #9a9a4f07
+@patch
+def warm(self:KnowledgeBase)->int:
+    """Read every stored fact's phrases into this process's caches (`setree.summarize.prime`), ahead of its passes; returns the facts read.
+    Raises `StoreDamaged` as `tree()` does."""
+    from setree.summarize import prime
+    texts = [f.text for f in self.tree().facts]
+    prime(texts, counts=False)
+    return len(texts)
+
 # %% ../nbs/07b_maintain.ipynb #ad446150
 @patch
 def compact(self:KnowledgeBase)->dict:

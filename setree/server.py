@@ -195,7 +195,7 @@ def check_arguments(name:str, # the tool's name
             except (TypeError, ValueError) as e: raise InvalidParams(in_json(str(e))) from None
     return args
 
-# %% ../nbs/08b_server.ipynb #4fc8cf48
+# %% ../nbs/08b_server.ipynb #9095178a
 class Writer:
     "The single background thread that drains the knowledge base's queue: one pass after `quiet_s` without a new change."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`
@@ -206,7 +206,7 @@ class Writer:
                 ):
         self.kb, self.quiet_s, self.poll_s = kb, float(quiet_s), float(poll_s)
         self.pending = pending or (lambda: int(kb.stats().get("pending", 0)))
-        self.run_pass = run_pass or kb.maintain
+        self.run_pass, self._warm = run_pass or kb.maintain, run_pass is None   # (passes in this thread: it reads the facts' phrases first, `KnowledgeBase.warm`)
         self._cv = threading.Condition()
         self._dirty = None               # monotonic time of the last change not yet taken by a pass
         self._requested = self._served = 0   # explicit pass requests, and the last one a finished pass served
@@ -272,10 +272,13 @@ def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #66d39eae
+# %% ../nbs/08b_server.ipynb #e67a1fcf
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
+    if self._warm and (warm := getattr(self.kb, "warm", None)):
+        try: warm()
+        except Exception as e: log.info("facts not read ahead of the passes: %s", e)   # (a damaged store: the first pass says so)
     while (serving := self._next()) is not None:
         error, report = None, None
         try:
@@ -307,7 +310,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #2b31f7d3
+# %% ../nbs/08b_server.ipynb #741898b8
 def _pass_worker(conn, path:str, spec:dict):
     "Body of the worker process: open the knowledge base once, then one pass per request until a None request. Ignores Ctrl-C (SIGINT): the parent stops it."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -324,6 +327,8 @@ def _pass_worker(conn, path:str, spec:dict):
     cfg = dict(spec["config"]) if spec.get("config") else None   # the config file's keys, over the stored config (as `KnowledgeBase` reads a dict)
     with KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summ) as kb:
         conn.send(("ready", os.getpid()))
+        try: kb.warm()   # every fact's phrases, read once while the server already answers (the first pass waits for it)
+        except Exception: pass   # (a damaged store: the first pass says so)
         try:
             while conn.recv() is not None:
                 try: conn.send(("ok", kb.maintain()))

@@ -367,8 +367,9 @@ def _read_ids(texts:list[str])->list:
     ends = np.cumsum(np.bincount(t, minlength=len(texts))).tolist()
     return [out[:, a:b] for a, b in zip([0] + ends[:-1], ends)]
 
-# %% ../nbs/03_summarize.ipynb #d31318ed
+# %% ../nbs/03_summarize.ipynb #80375b5c
 _IDS: dict = {}   # text -> its phrase ids and where each first ends (`_phrase_ids`), remembered per process
+_IDS_CAP = 1 << 17   # texts `_IDS` holds before it starts over (bounded memory); `prime` raises it to twice the texts it reads
 _VOCAB_LOCK = threading.Lock()   # one reader adds to the vocabulary at a time (a server may summarize and answer prompts at once)
 
 def _phrase_ids(texts:list[str] # fact texts
@@ -381,16 +382,21 @@ def _phrase_ids(texts:list[str] # fact texts
     with _VOCAB_LOCK:
         if len(_WORD_ID) > 1 << 20: _WORD_ID.clear()                         # bounded memory for long-lived processes
         fresh = dict(zip(new, _read_ids(new)))
-    if len(_IDS) + len(fresh) > 1 << 17: _IDS.clear()
+    if len(_IDS) + len(fresh) > _IDS_CAP: _IDS.clear()
     _IDS.update(fresh)
     return [fresh[t] if g is None else g for t, g in zip(texts, got)]
 
-# %% ../nbs/03_summarize.ipynb #5a00c928
-def prime(texts:list[str] # fact texts the process will summarize again and again (a knowledge base's facts)
+# %% ../nbs/03_summarize.ipynb #bee80dea
+def prime(texts:list[str], # fact texts the process will summarize again and again (a knowledge base's facts)
+          counts:bool=True, # also `fact_phrases` of each (what counting a changed fact's phrases reads); False: the phrase ids only
          ):
-    "Fill this process's per-text phrase caches (`fact_phrases` and the phrase ids `top_phrases` counts with) for `texts`."
-    for t in texts: fact_phrases(t)
-    _phrase_ids(list(texts))
+    """Fill this process's per-text phrase caches (`fact_phrases` and the phrase ids `top_phrases` counts with) for `texts`; the
+    id cache then keeps at least twice as many texts, so that a knowledge base larger than its default bound is not read again."""
+    global _IDS_CAP
+    texts = list(texts); _IDS_CAP = max(_IDS_CAP, 2 * len(texts))
+    if counts:
+        for t in texts: fact_phrases(t)
+    _phrase_ids(texts)
 
 # %% ../nbs/03_summarize.ipynb #2a072017
 def _count_phrases(cat:np.ndarray # (m,) int64 phrase ids of a node's facts, fact after fact
