@@ -1105,10 +1105,13 @@ def cmd_import_locomo(args)->int:
     _out(args, f"wrote {len(facts)} facts of {args.conversation} to {args.out}", {"conversation": args.conversation, "facts": len(facts), "out": args.out})
     return 0
 
-# %% ../nbs/08_cli.ipynb #2e1fefbd
+# %% ../nbs/08_cli.ipynb #ce083a75
 def _budget_list(s:str)->list[int]:
-    "argparse type for --budgets: comma-separated positive integers."
-    return [_positive_int(x.strip()) for x in s.split(",") if x.strip()] or [_positive_int("")]
+    "argparse type for --budgets: comma-separated positive integers (a trailing comma is allowed; an empty item before another, as in `256,,512`, is refused)."
+    parts = s.split(",")
+    if parts[-1].strip() == "" and len(parts) > 1: parts = parts[:-1]
+    if any(not x.strip() for x in parts): raise argparse.ArgumentTypeError(f"an empty budget in {s!r}: give comma-separated positive integers, e.g. 256,512")
+    return [_positive_int(x.strip()) for x in parts]
 
 # %% ../nbs/08_cli.ipynb #39b0c015
 def cmd_eval(args)->int:
