@@ -973,7 +973,7 @@ def vacuum(self:Store)->None:
         try: self._con.execute("VACUUM")
         except sqlite3.DatabaseError as e: raise self._db_error(e) from e
 
-# %% ../nbs/07_store.ipynb #5e85b74d
+# %% ../nbs/07_store.ipynb #31a0ecd9
 def _queued_seq(con)->int:
     "The last seq ever queued (SQLite's counter of the queue: it survives the rows a pass deletes); 0 before the first."
     q = con.execute("SELECT seq FROM sqlite_sequence WHERE name = 'queue'").fetchone()
@@ -986,19 +986,22 @@ def _queue_in(con)->dict:
     return dict(pending=con.execute("SELECT count(*) FROM queue WHERE seq > ?", (applied,)).fetchone()[0],
                 queued_seq=_queued_seq(con), applied_seq=applied, last_pass=json.loads(meta.get("last_pass", "null")), replaces=_replaces(con, applied))
 
-_REPLACE_FACTS = {}   # (store file, inode, seq) -> how many facts a queued build holds: its payload is counted once per process, not by every read
+_REPLACE_FACTS = {}   # (store file, inode, seq) -> (facts, held_by, payload length) of a queued build: its payload is read once per process, not by every read
 
 def _replaces(con, applied:int # the store's applied_seq
              )->dict|None: # {seq, op, facts, held_by}: the last queued build or reset, which replaces every fact; None when none waits
-    "The queued change after `applied` that replaces the whole knowledge base: a look at the op column; the payload is counted by SQLite once per entry and process."
+    """The queued change after `applied` that replaces the whole knowledge base: a look at the op column; the payload is counted by SQLite once
+    per entry and process. A held build is looked at again when its payload's length changed: `KnowledgeBase.release`, in any process, removes its `held_by`."""
     r = con.execute("SELECT seq, op FROM queue WHERE seq > ? AND op IN ('build', 'reset') ORDER BY seq DESC LIMIT 1", (applied,)).fetchone()
     if r is None: return None
     f = con.execute("PRAGMA database_list").fetchone()[2]; key = (f, os.stat(f).st_ino if f else 0, r[0])
-    if key not in _REPLACE_FACTS:
+    got = _REPLACE_FACTS.get(key)
+    if got is not None and got[1] and con.execute("SELECT length(payload) FROM queue WHERE seq = ?", (r[0],)).fetchone()[0] != got[2]: got = None   # (released since)
+    if got is None:
         if len(_REPLACE_FACTS) > 64: _REPLACE_FACTS.clear()
-        try: _REPLACE_FACTS[key] = con.execute("SELECT json_array_length(payload, '$.facts'), json_extract(payload, '$.held_by') FROM queue WHERE seq = ?", (r[0],)).fetchone()
+        try: got = _REPLACE_FACTS[key] = con.execute("SELECT json_array_length(payload, '$.facts'), json_extract(payload, '$.held_by'), length(payload) FROM queue WHERE seq = ?", (r[0],)).fetchone()
         except sqlite3.Error: return dict(seq=r[0], op=r[1], facts=None, held_by=None)   # (a payload that is no JSON: the pass names it)
-    n, held = _REPLACE_FACTS[key]
+    n, held, _ = got
     return dict(seq=r[0], op=r[1], facts=n, held_by=json.loads(held) if held else None)   # held_by: the process a held build belongs to (`KnowledgeBase.build`)
 
 @patch
