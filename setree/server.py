@@ -272,13 +272,10 @@ def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #e67a1fcf
+# %% ../nbs/08b_server.ipynb #1114d180
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
-    if self._warm and (warm := getattr(self.kb, "warm", None)):
-        try: warm()
-        except Exception as e: log.info("facts not read ahead of the passes: %s", e)   # (a damaged store: the first pass says so)
     while (serving := self._next()) is not None:
         error, report = None, None
         try:
@@ -301,6 +298,10 @@ def _run(self:Writer):
                 log.warning("maintenance pass failed (attempt %d, retry in %.0f s): %s", self.failures, min(60.0, 2.0 ** (self.failures - 1)), error)
             else: self.failures = 0
             self._cv.notify_all()
+        if self._warm and not error and not self._stop and (warm := getattr(self.kb, "warm", None)):   # after the first pass: every fact's phrases, read once for the passes to come
+            self._warm = False
+            try: warm()
+            except Exception as e: log.info("facts not read ahead of the passes: %s", e)
 
 # %% ../nbs/08b_server.ipynb #23fab76b
 @patch
@@ -310,7 +311,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #741898b8
+# %% ../nbs/08b_server.ipynb #7212a044
 def _pass_worker(conn, path:str, spec:dict):
     "Body of the worker process: open the knowledge base once, then one pass per request until a None request. Ignores Ctrl-C (SIGINT): the parent stops it."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -327,13 +328,16 @@ def _pass_worker(conn, path:str, spec:dict):
     cfg = dict(spec["config"]) if spec.get("config") else None   # the config file's keys, over the stored config (as `KnowledgeBase` reads a dict)
     with KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summ) as kb:
         conn.send(("ready", os.getpid()))
-        try: kb.warm()   # every fact's phrases, read once while the server already answers (the first pass waits for it)
-        except Exception: pass   # (a damaged store: the first pass says so)
+        warm = True
         try:
             while conn.recv() is not None:
                 try: conn.send(("ok", kb.maintain()))
                 except StoreDamaged as e: conn.send(("damaged", str(e)))
                 except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
+                if warm:   # after the first pass has answered (its tree is loaded): every fact's phrases, read once for the passes to come
+                    warm = False
+                    try: kb.warm()
+                    except Exception: pass   # (a damaged store: the next pass says so)
         except (EOFError, OSError): pass   # the server is gone (killed): no one to answer; a pass commits all or nothing
 
 # %% ../nbs/08b_server.ipynb #6e0756ec
