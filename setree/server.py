@@ -10,7 +10,7 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['TOOLS', 'SERVER_WAY', 'READ_TOOLS', 'READ_ONLY_WAY', 'BIG_CHANGE', 'INSTRUCTIONS', 'READ_ONLY_INSTRUCTIONS',
-           'INTERRUPTED', 'CLOSE_S', 'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids',
+           'DRAIN_S', 'INTERRUPTED', 'CLOSE_S', 'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids',
            'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
            'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'stored_embedder',
            'open_app', 'cmd_serve', 'left_note', 'stopped', 'main']
@@ -791,11 +791,14 @@ def _stops_on_the_loop(loop, # the running asyncio event loop
     finally:
         for s in ours: loop.remove_signal_handler(s); signal.signal(s, old[s])
 
-# %% ../nbs/08b_server.ipynb #1e16a542
+# %% ../nbs/08b_server.ipynb #a6cee3e0
+DRAIN_S = 60.0   # seconds the server still answers the requests it read once the client closed stdin (then they are cancelled)
+
 async def serve_stdio(app:MemoryServer # the started knowledge base server
                      ):
     """Serve MCP on this process's stdin/stdout until the client closes stdin. The transport is the SDK's stdio one, except
-    that each line is parsed once, here (`read_message`), and what the SDK would drop without an answer is answered.
+    that each line is parsed once, here (`read_message`), what the SDK would drop without an answer is answered, and the requests
+    read before stdin's end are answered before the server stops (up to `DRAIN_S` seconds: a client that pipes its requests in gets every answer).
     A stop signal (`_stops_on_the_loop`) ends it too: once every task has ended, the signal is raised again for its previous handler."""
     import asyncio
     server, got = make_server(app), []
@@ -805,13 +808,20 @@ async def serve_stdio(app:MemoryServer # the started knowledge base server
         to_server, read = anyio.create_memory_object_stream(0)
         write, to_client = anyio.create_memory_object_stream(0)
         answers = write.clone()            # the reader's own end: the writer stops once the server's and the reader's are closed
+        asked = set()                      # ids of the requests read and not answered yet: stdin's end waits for them (`DRAIN_S`)
         async def reader():
             async with to_server, answers:
                 async for msg in wire_in:
+                    r = getattr(msg, "root", msg)   # (a message, or its root model: as the SDK version has it)
+                    if isinstance(r, mt.JSONRPCRequest): asked.add(r.id)
+                    elif isinstance(r, mt.JSONRPCNotification) and r.method == "notifications/cancelled": asked.discard((r.params or {}).get("requestId"))   # (a cancelled request gets no answer)
                     await (answers if isinstance(msg, mt.JSONRPCError) else to_server).send(SessionMessage(msg))
+                with anyio.move_on_after(DRAIN_S):
+                    while asked: await anyio.sleep(0.02)
         async def writer():
             async with to_client:
                 async for m in to_client:
+                    if isinstance(r := getattr(m.message, "root", m.message), (mt.JSONRPCResponse, mt.JSONRPCError)): asked.discard(r.id)
                     await wire_out.write(m.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"); await wire_out.flush()
         async def watch():   # a store found damaged while serving: the answers in flight go out, then the server stops
             while app.writer.damaged is None: await anyio.sleep(0.05)

@@ -691,3 +691,15 @@ def test_serve_with_a_config_file(tmp_path):
             assert got["budget"] == 40 and got["status"] == "ok", got
     run(lambda: go("--config", cfg))
     run(lambda: go(env={"SETREE_CONFIG": str(cfg)}))
+
+def test_requests_written_before_stdin_closes_are_answered(tmp_path):
+    """A client that writes its requests and closes stdin at once (a pipe: `printf ... | setree serve`) gets every answer before the
+    server exits (before: stdin's end, read while the tool calls ran, cancelled them: -32000 "Connection closed", nothing queued)."""
+    p = subprocess.Popen(SERVE + serve_args(tmp_path / "kb.db"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    lines = INIT + [tool(1, "insert", {"facts": ["the user likes tea", "the user rows"]}), tool(2, "stats", {}), tool(3, "retrieve", {"prompt": "tea"})]
+    out, err = p.communicate(("\n".join(lines) + "\n").encode("utf-8"), timeout=120)
+    got = {m.get("id"): m for m in map(json.loads, out.splitlines())}
+    assert all("result" in got.get(i, {}) for i in (1, 2, 3)), (got, err[-2000:])
+    assert got[1]["result"]["structuredContent"]["seq"] == 1 and p.returncode == 0, err[-2000:]
+    from setree.store import Store
+    with Store(tmp_path / "kb.db", create=False, readonly=True) as st: assert st.stats()["facts"] == 2   # and applied before the exit
