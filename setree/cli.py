@@ -24,19 +24,26 @@ class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
     def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
-# %% ../nbs/08_cli.ipynb #c1c9563e
+# %% ../nbs/08_cli.ipynb #e2ddde1c
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
-    "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file (a `.jsonl` line's refusal in JSON's words, `in_json`)."
-    from setree.core import as_facts
+    "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file (a `.jsonl` line's refusal in JSON's words, `in_json`), for the first bad line."
     text, kind, path = _fact_source(path)
     if not kind: kind = _stdin_kind(text)   # stdin, a pipe, or a file without an extension (`setree export --out backup`): told by its first line
     elif kind == ".txt" and _first_line_is_object(text):
         print(f"setree: note: {path} is read as one fact per line (a .txt file), but its first line is a JSON object; name it .jsonl to read each line's text, id and meta", file=sys.stderr)
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
-    numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
+    try: numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
+    except UsageError as e:   # a line that is no fact object: a fact refused on an earlier line is told first
+        if n := getattr(e, "line", None): _validated(_jsonl_items("\n".join(list(input_lines(text))[:n - 1]), path), path, kind)
+        raise
     if not numbered: raise UsageError(f"{path}: no facts in the {'input' if path == 'stdin' else 'file'}")
-    try: return as_facts([item for _, item in numbered])   # validated once; only a refusal looks for its line
+    return _validated(numbered, path, kind)
+
+def _validated(numbered:list, path:str, kind:str)->list:
+    "`as_facts` of the items of `numbered` ((line, item) pairs), validated once; a refusal raises `UsageError` naming the first bad fact's line."
+    from setree.core import as_facts
+    try: return as_facts([item for _, item in numbered])
     except (ValueError, TypeError) as e:
         msg = _first_refused(numbered, path) or f"{path}: {e}"
         raise UsageError(in_json(msg) if kind == ".jsonl" else msg) from None   # a JSON line's values in JSON's words, as the MCP server says them
@@ -107,20 +114,22 @@ def _txt_items(text:str, path:str|None=None, # the file's name in the note on st
               f"{', '.join(map(str, hidden[:10]))}{' …' if len(hidden) > 10 else ''})", file=sys.stderr)
     return [(n, l) for n, l in lines if not is_blank(l)]
 
-# %% ../nbs/08_cli.ipynb #a24e80e8
+# %% ../nbs/08_cli.ipynb #c355b2c1
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
-    "(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it."
+    """(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it (the `UsageError`'s
+    `line`: `read_facts` first looks for a refusal among the lines before it, so that problems are told in line order)."""
     from setree.core import RepeatedKey, json_type, unique_keys
+    def bad(n, msg): e = UsageError(f"{path}: line {n}{msg}"); e.line = n; return e
     items = []
     for n, line in enumerate(input_lines(text), 1):
         if not line.strip(): continue
         try: obj = json.loads(line, object_pairs_hook=unique_keys)
-        except json.JSONDecodeError as e: raise UsageError(f"{path}: line {n} is not JSON ({e.msg})") from None
-        except RepeatedKey as e: raise UsageError(f"{path}: line {n}: {e}") from None
-        except RecursionError: raise UsageError(f"{path}: line {n} is nested too deeply (JSON)") from None
-        if not isinstance(obj, dict): raise UsageError(f"{path}: line {n} is not a JSON object")
+        except json.JSONDecodeError as e: raise bad(n, f" is not JSON ({e.msg})") from None
+        except RepeatedKey as e: raise bad(n, f": {e}") from None
+        except RecursionError: raise bad(n, " is nested too deeply (JSON)") from None
+        if not isinstance(obj, dict): raise bad(n, " is not a JSON object")
         t = obj.get("text")
-        if "text" in obj and not isinstance(t, str): raise UsageError(f'{path}: line {n}: "text" must be a string, got {json.dumps(t)[:40]} ({json_type(t)})')
+        if "text" in obj and not isinstance(t, str): raise bad(n, f': "text" must be a string, got {json.dumps(t)[:40]} ({json_type(t)})')
         items.append((n, obj))
     return items
 
@@ -716,9 +725,13 @@ def cmd_update(args)->int:
     "setree update ID TEXT --db PATH [--defer]: queue a new text for a fact (same id), then apply it."
     return _mutate(args, "update", lambda kb: kb.update(args.id, args.text))
 
-# %% ../nbs/08_cli.ipynb #f55341ae
+# %% ../nbs/08_cli.ipynb #2a04d9ca
 def cmd_maintain(args)->int:
     "setree maintain --db PATH: apply everything queued now, in one pass. Stopped (Ctrl-C, a stop signal), it says what it left (`_maintain_stopped`)."
+    if Path(args.db).is_file() and not os.access(args.db, os.W_OK):   # a store this user may only read: nothing queued, nothing to do (else the refusal below)
+        with _open_store(args.db) as st: q = st.queue_state()
+        if not int(q.get("pending") or 0):
+            _out(args, "nothing queued: the tree is current", {"pending": 0, "applied_seq": q.get("applied_seq"), "error": None}); return 0
     with _kb(args, create=False) as kb:
         try:
             rep = kb.maintain()
@@ -811,7 +824,7 @@ def cmd_serve(argv:list[str])->int:
 def _load_tree(path:str)->tuple: # (the tree, the store's path, its `queue_state`)
     with _open_store(path) as st: q = st.queue_state(); return st.load(), str(st.path), q   # damaged contents: `StoreError`, exit 1 like a change's
 
-# %% ../nbs/08_cli.ipynb #c5d73c0b
+# %% ../nbs/08_cli.ipynb #3be8de7d
 def queued_note(state:dict, # a queue state: pending, applied_seq, queued_seq, last_pass, replaces (`Store.queue_state`, `KnowledgeBase.queue_state`)
                 way:str, # how the reader gets them applied, `{them}` standing for 'it' or 'them': "`setree maintain --db kb.db` applies {them}"
                )->str|None: # None when nothing is queued
@@ -820,8 +833,15 @@ def queued_note(state:dict, # a queue state: pending, applied_seq, queued_seq, l
     if n <= 0: return None
     them, err = "them" if n != 1 else "it", (state.get("last_pass") or {}).get("error")
     failed = "; the last pass failed: " + "; ".join(l for l in str(err).splitlines() if l.strip()) if err else ""
+    r, way = state.get("replaces"), way.format(them=them)
+    if _withdrawn(r): way = way.replace("applies it", "withdraws it") if n == 1 else way.replace("applies them", "applies the others and withdraws that build")
     return (f"{n} change{'s are' if n != 1 else ' is'} queued and not applied yet, so this answer is from the tree before {them} "
-            f"(applied_seq {state.get('applied_seq')}, queued_seq {state.get('queued_seq')}){_replaces_note(state.get('replaces'), n)}{failed}; " + way.format(them=them))
+            f"(applied_seq {state.get('applied_seq')}, queued_seq {state.get('queued_seq')}){_replaces_note(r, n)}{failed}; " + way)
+
+def _withdrawn(r:dict|None)->bool:
+    "Whether a queue state's `replaces` is a held build whose command ended before its pass: the next pass withdraws it."
+    from setree.maintain import _ended
+    return bool(r and r.get("held_by") and _ended(r["held_by"]))
 
 def _replaces_note(r:dict|None, # a queue state's `replaces`: the last queued build or reset
                    n:int)->str: # the number of waiting changes
@@ -830,13 +850,15 @@ def _replaces_note(r:dict|None, # a queue state's `replaces`: the last queued bu
     k = r.get("facts")
     what = (f"a build that replaces all facts with {k} fact{'s' * (k != 1)}" if r.get("op") == "build" and k else
             "a build that replaces all facts" if r.get("op") == "build" and k is None else f"a {r.get('op')} that deletes all facts")
-    from setree.maintain import _ended
-    gone = ", queued by a command that ended before its pass (killed?): the next pass withdraws it" if r.get("held_by") and _ended(r["held_by"]) else ""
+    gone = ", queued by a command that ended before its pass (killed?): the next pass withdraws it" if _withdrawn(r) else ""
     return f"; {'it is' if n == 1 else 'one of them is'} {what} (seq {r.get('seq')}){gone}"
 
 def _queued(args, state:dict)->dict:
     "`pending` and `pending_note` of a read's JSON; the note is also printed on stderr."
-    note = queued_note(state, f"`setree maintain --db {args.db}` applies {{them}}")
+    from setree.maintain import pass_running
+    way = (f"a maintenance pass of another process is running now: it, or the next one, applies {{them}} (`setree maintain --db {args.db}` waits for it)"
+           if int(state.get("pending") or 0) and pass_running(args.db) else f"`setree maintain --db {args.db}` applies {{them}}")
+    note = queued_note(state, way)
     if note: print(f"setree: note: {note}", file=sys.stderr)
     return {"pending": int(state.get("pending") or 0), "pending_note": note}
 
@@ -983,7 +1005,7 @@ def cmd_stats(args)->int:
     _out(args, readable(s), {**s, "pending_note": note})
     return 0
 
-# %% ../nbs/08_cli.ipynb #2d3e6a99
+# %% ../nbs/08_cli.ipynb #2d26b3ef
 def readable(d:dict, # a JSON-like mapping (stats, a pass report)
              indent:int=0, # spaces before each line
             )->str:
@@ -993,6 +1015,7 @@ def readable(d:dict, # a JSON-like mapping (stats, a pass report)
         if isinstance(v, bool): return "yes" if v else "no"
         if isinstance(v, float): return f"{v:g}"
         if isinstance(v, (list, tuple)): return ", ".join(map(word, v)) or "none"
+        if isinstance(v, dict): return "(" + ", ".join(f"{k} {word(x)}" for k, x in v.items()) + ")"   # (a mapping inside a list: one line, in words)
         return str(v)
     lines = []
     for k, v in d.items():

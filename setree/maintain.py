@@ -14,9 +14,9 @@ from .store import EmbedderMismatch, Store, StoreBusy, StoreDamaged, StoreError,
 
 # %% auto #0
 __all__ = ['LEIDEN_MODE', 'GRAFT_MEMBERS', 'FREE_ALONE', 'KEEP_MOVED', 'PHRASE_COPY_NODES', 'TOP_CHURN', 'Ack', 'KnowledgeBase',
-           'plan_mutations', 'full_rebuild', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats', 'pass_error',
-           'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity', 'update_projections',
-           'update_line_tokens', 'incremental_pass']
+           'plan_mutations', 'full_rebuild', 'pass_running', 'carry_terms', 'carry_phrase_stats', 'settle_phrase_stats',
+           'pass_error', 'can_grow', 'patch_knn', 'relabel', 'grow_levels', 'assemble', 'update_fidelity',
+           'update_projections', 'update_line_tokens', 'incremental_pass']
 
 # %% ../nbs/07b_maintain.ipynb #5bf34222
 from .build import has_text_id, unique_facts   # one text, one fact: defined in the build chapter, used by insert and build below
@@ -538,6 +538,18 @@ def _pass_lock(self:KnowledgeBase):
             try: fcntl.flock(kb._lockfd, fcntl.LOCK_UN)
             finally: kb._pass_thread_lock.release()
     return _Lock()
+
+# %% ../nbs/07b_maintain.ipynb #2216c1ef
+def pass_running(path # the store file
+                )->bool:
+    "Whether a maintenance pass, of any process, holds the store's pass lock (`<store>-lock`) now; False when there is no lock file."
+    try: fd = os.open(f"{path}-lock", os.O_RDONLY)
+    except OSError: return False
+    try:
+        try: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError: return True
+        fcntl.flock(fd, fcntl.LOCK_UN); return False
+    finally: os.close(fd)
 
 # %% ../nbs/07b_maintain.ipynb #800ce7b5
 class _gc_paused:

@@ -350,7 +350,7 @@ def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
                          f"open it once as a user who can write to {p.parent}, or copy the store and its -wal file to a writable directory and open the copy")
     return con("?mode=ro&immutable=1", stamp)   # no locks: every read checks the file has not changed since (`Store._txn`)
 
-# %% ../nbs/07_store.ipynb #d9c67642
+# %% ../nbs/07_store.ipynb #220d601e
 class Store:
     "One setree knowledge base in one SQLite file (WAL mode). Thread-safe: one connection, one lock."
     def __init__(self, path, # file of the knowledge base (str or Path); canonicalized, see `.path`
@@ -372,7 +372,7 @@ class Store:
                 raise StoreError(f"cannot create store {p}: directory {p.parent} is not writable")
         else:
             if not os.access(p, os.R_OK): raise StoreError(f"store file {p} is not readable (permission denied)")
-            if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable: a change needs write access to it (reading does not: readonly=True in the library, retrieve, stats or inspect on the command line)")
+            if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable: a change needs write access to it (reading does not: readonly=True in the library; retrieve, stats, inspect or export on the command line)")
             if not readonly and not os.access(p.parent, os.W_OK):
                 raise StoreError(f"cannot write store {p}: its directory is not writable (SQLite keeps the store's -wal and -shm files next to it); reading does not need it: readonly=True in the library, retrieve, stats or inspect on the command line")
             # The file is not opened here to read its header: closing any descriptor of a database file drops the POSIX locks

@@ -148,6 +148,8 @@ def test_a_change_queued_while_another_pass_holds_the_store(tmp_path):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         p = run("insert", "-", "--db", db, input="the user owns a kayak\n", fresh=True)
+        r = run("stats", "--db", db)   # a read while that pass runs says so (before: "`setree maintain --db ...` applies it", which would wait for it)
+        assert "a maintenance pass of another process is running now: it, or the next one, applies it" in r.stderr, r.stderr
     finally: os.close(fd)
     assert p.returncode == 0 and "Traceback" not in p.stderr and "StoreBusy" not in p.stdout + p.stderr, p
     assert "not applied yet: another maintenance pass holds the store, and that pass or the next applies it" in p.stdout, p.stdout
@@ -301,3 +303,19 @@ def test_a_cover_parameter_only_the_cover_refuses_is_named_as_an_option(kb, tmp_
     assert p.returncode == 2 and "overview_share=2 (allowed" in one_line_error(p) and not (d / "other.db").exists(), p.stderr
     p = run("retrieve", "x", "--db", db, "--tau", "-1")                 # a flag: checked once, by Config, named by the flag
     assert p.returncode == 2 and "config value(s) out of range: --tau=-1.0 (allowed: a number >= 0)" in one_line_error(p), p.stderr
+
+def test_maintain_on_a_store_this_user_may_only_read(tmp_path, monkeypatch):
+    "Nothing queued: `maintain` says so and exits 0 (before: refused for want of write access); with a change queued, the refusal names the read-only commands."
+    import os
+    f = tmp_path / "f.txt"; f.write_text("the user writes C++20\nthe user likes tea\n")
+    db = tmp_path / "kb.db"
+    assert run("build", f, "--db", db, "--embedder", "hashing", "--quiet").returncode == 0
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(db) and mode & os.W_OK else real(p, mode, **kw))   # (as another user sees a 0444 file: root may write any)
+    p = run("maintain", "--db", db)
+    assert (p.returncode, p.stdout.strip()) == (0, "nothing queued: the tree is current"), p
+    monkeypatch.setattr(os, "access", real)
+    assert run("insert", "-", "--db", db, "--defer", input="the user owns a kayak\n").returncode == 0
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if str(p) == str(db) and mode & os.W_OK else real(p, mode, **kw))
+    p = run("maintain", "--db", db)
+    assert p.returncode != 0 and "retrieve, stats, inspect or export on the command line" in p.stderr, p

@@ -100,6 +100,7 @@ def test_a_build_killed_outright_is_withdrawn_by_the_next_pass(tmp_path):
     assert code == -signal.SIGKILL and out == "", (code, err, out)
     r = setree("stats", "--db", db)
     assert "it is a build that replaces all facts with 40000 facts (seq 2), queued by a command that ended before its pass (killed?): the next pass withdraws it" in r.stderr, r.stderr
+    assert f"`setree maintain --db {db}` withdraws it" in r.stderr and "applies it" not in r.stderr, r.stderr   # (before: "... withdraws it; `setree maintain` applies it")
     r = setree("insert", "-", "--db", db, input="the user adds one small fact\n")
     assert r.returncode == 0, r.stderr
     assert "note: the build queued as seq 2 (40000 facts) was withdrawn, not applied: the command that queued it ended before its pass" in r.stdout, r.stdout
