@@ -510,7 +510,7 @@ def merged_note(merged:dict|None, # {id given with a repeated text: the id it is
     pairs = ", ".join(f"{g} is stored as {k}" for g, k in list(merged.items())[:most])
     return f" (id {pairs}{' …' if len(merged) > most else ''})"
 
-# %% ../nbs/08_cli.ipynb #f8a145bc
+# %% ../nbs/08_cli.ipynb #77161af3
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
@@ -520,7 +520,9 @@ def _build_human(d:dict, # a `_build_data` report
             + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{repeated_note(d.get('repeated'), d.get('merged'))}" if n_dup else "")
             + (f"\nwarning: {fell} summar{'ies' if fell != 1 else 'y'} fell back to extractive ("
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
-            + (f"\n{low} node{'s' * (low > 1)} below faithfulness {threshold}" if low else "") + _size_notes(d, d["nodes"] > d["facts"]))
+            + (f"\nnote: {low} summar{'ies' if low > 1 else 'y'} below faithfulness {threshold} (100 × cosine of a summary and the mean of its facts): "
+               f"{'they describe' if low > 1 else 'it describes'} the facts under {'them' if low > 1 else 'it'} loosely; every fact is still in the tree, and `setree inspect` shows each summary's f" if low else "")
+            + _size_notes(d, d["nodes"] > d["facts"]))
 
 def _size_notes(d:dict, # a `_build_data` report, or `_change_sizes`
                 summaries:bool=True, # whether the tree holds a summary (one that can stand for a long fact in a small context)
