@@ -424,7 +424,7 @@ def replace_note(rep:dict, # a pass report
     return (f"this pass applied the {op} queued as seq {seq}{f' before this {ack.op}' if ack is not None else ''}, "
             f"which {'deleted' if op == 'reset' else 'replaced'} {held}") + (f"; {gone}" if gone else "")
 
-# %% ../nbs/08_cli.ipynb #dad47b5e
+# %% ../nbs/08_cli.ipynb #ffa024c3
 def cmd_build(args)->int:
     "setree build FILE --db PATH [--replace]: a whole new knowledge base in one pass (a failure leaves the old tree)."
     facts, cfg = read_facts(args.file), _build_config(args)
@@ -438,7 +438,8 @@ def cmd_build(args)->int:
         if rep == BUSY: return _build_busy(kb, args, ack)
         tree, path = kb.tree(), str(kb.path); cfg = kb.config(tree)   # (what the build used: the flags and file over the stored config)
     replaced = rep.get("replaced") or before   # the pass's own count (a fact another process added meanwhile is replaced too); a damaged store's pass starts from nothing: its rows
-    data = {**_build_data(tree, cfg, len(ack.ids) - len(set(ack.ids)), replaced, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids)}
+    data = {**_build_data(tree, cfg, len(ack.ids) - len(set(ack.ids)), replaced, t0, path), "merged": ack.merged, "repeated": repeated_ids(ack.ids),
+            "build_facts": len(set(ack.ids))}   # (the build's own: changes queued after it, applied in the same pass, can make `facts` differ)
     _out(args, _build_human(data, cfg.faithfulness_threshold), data)
     return 0
 
@@ -510,13 +511,15 @@ def merged_note(merged:dict|None, # {id given with a repeated text: the id it is
     pairs = ", ".join(f"{g} is stored as {k}" for g, k in list(merged.items())[:most])
     return f" (id {pairs}{' …' if len(merged) > most else ''})"
 
-# %% ../nbs/08_cli.ipynb #77161af3
+# %% ../nbs/08_cli.ipynb #46ec364b
 def _build_human(d:dict, # a `_build_data` report
                  threshold:int, # the config's faithfulness_threshold
                 )->str:
     n_dup, fell, low, before = d["duplicates_dropped"], d["summarizer_fallbacks"], d["below_faithfulness_threshold"], d["replaced_facts"]
     return (f"built {d['facts']} fact{'s' * (d['facts'] != 1)} into {d['nodes']} node{'s' * (d['nodes'] != 1)} (depth {d['depth']}) in {d['seconds']:.1f} s -> {d['db']}"
             + (f"\nreplaced the {before} facts the store held" if before else "")
+            + (f"\nnote: the build gave {bf} fact{'s' * (bf != 1)}; the changes queued after it, applied in the same pass, make {d['facts']}"
+               if (bf := d.get("build_facts")) is not None and bf != d["facts"] else "")
             + (f"\nnote: {n_dup} repeated fact{'s' * (n_dup > 1)} stored once{repeated_note(d.get('repeated'), d.get('merged'))}" if n_dup else "")
             + (f"\nwarning: {fell} summar{'ies' if fell != 1 else 'y'} fell back to extractive ("
                + ", ".join(f"{k} {v}" for k, v in sorted(d["fallback_reasons"].items())) + ")" if fell else "")
