@@ -132,7 +132,7 @@ def _shown(v)->str:
     except (TypeError, ValueError, RecursionError): t = repr(v)
     return t if len(t) <= 40 else t[:39] + "…"
 
-# %% ../nbs/08b_server.ipynb #bffbfb89
+# %% ../nbs/08b_server.ipynb #553c4740
 def fact_items(facts # one text, one {text, id?, meta?} object, or a list of them
               )->list:
     "The facts of an `insert`/`build` call as a list, validated by `setree.core.as_facts` (its messages). Raises `TypeError`, `ValueError`."
@@ -142,6 +142,10 @@ def fact_items(facts # one text, one {text, id?, meta?} object, or a list of the
     if bad is not None: raise TypeError(f"fact {bad}: expected a string or an object {{text, id?, meta?}}, got {_shown(items[bad])} ({json_type(items[bad])})")
     as_facts(items)
     return items
+
+def _given_texts(facts # the facts of a call `fact_items` accepted (and the change took)
+                )->list[str]: # their texts, read without validating them again (0.24 s for 50,000 facts)
+    return [x if isinstance(x, str) else x["text"] for x in ([facts] if isinstance(facts, (str, dict)) else facts)]
 
 # %% ../nbs/08b_server.ipynb #65260795
 def fact_ids(ids # one fact id, or a list of them
@@ -552,7 +556,7 @@ def tool_maintain(self:MemoryServer, wait_seconds=60):
     msg = (f"pass failed: {failed}" if failed else "pass finished" if done else "pass requested" if not wait_seconds else f"pass still running after {wait_seconds} s")
     return _result(f"{msg}; applied_seq {d['applied_seq']}, pending {d['pending']}", json.loads(json.dumps(d, default=str)), error=bool(failed))
 
-# %% ../nbs/08b_server.ipynb #8ef17444
+# %% ../nbs/08b_server.ipynb #7daa6b71
 @patch
 def call(self:MemoryServer, name:str, # tool name
           arguments:dict|None, # its arguments
@@ -569,10 +573,10 @@ def call(self:MemoryServer, name:str, # tool name
         if name == "retrieve": return self.tool_retrieve(a["prompt"], a.get("budget"), a.get("all_fact_ids", False))
         if name == "stats": return self.tool_stats()
         if name == "maintain": return self.tool_maintain(a.get("wait_seconds", 60))
-        if name == "insert": return self._queued(kb.insert(a["facts"]), texts=[f.text for f in as_facts(a["facts"])])
+        if name == "insert": return self._queued(kb.insert(a["facts"]), texts=_given_texts(a["facts"]))
         if name == "forget": return self._queued(kb.forget(a["ids"]))
         if name == "update": return self._queued(kb.update(a["id"], a["text"]), texts=[a["text"]])
-        if name == "build": n = kb.stats()["facts"]; return self._queued(kb.build(a["facts"], replace=a.get("replace", False)), n, [f.text for f in as_facts(a["facts"])])
+        if name == "build": n = kb.stats()["facts"]; return self._queued(kb.build(a["facts"], replace=a.get("replace", False)), n, _given_texts(a["facts"]))
         if name == "reset": n = kb.stats()["facts"]; return self._queued(kb.reset(confirm=a["confirm"]), n)
     except StoreBusy as e:
         return _result(f"the knowledge base is busy, nothing was changed; retry: {e}", {"error": str(e), "retryable": True}, error=True)
