@@ -10,8 +10,8 @@ from pathlib import Path
 
 # %% auto #0
 __all__ = ['TOOLS', 'SERVER_WAY', 'READ_TOOLS', 'READ_ONLY_WAY', 'BIG_CHANGE', 'INSTRUCTIONS', 'READ_ONLY_INSTRUCTIONS',
-           'DRAIN_S', 'INTERRUPTED', 'CLOSE_S', 'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'fact_ids',
-           'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
+           'DRAIN_S', 'INTERRUPTED', 'CLOSE_S', 'tool_list', 'InvalidParams', 'not_text', 'fact_items', 'build_items',
+           'fact_ids', 'check_arguments', 'Writer', 'PassWorker', 'MemoryServer', 'ack_text', 'iso_time', 'make_server',
            'stdout_to_stderr', 'read_message', 'WireIn', 'WireOut', 'serve_stdio', 'embedder_spec', 'stored_embedder',
            'open_app', 'cmd_serve', 'left_note', 'stopped', 'main']
 
@@ -63,7 +63,7 @@ TOOLS = {   # name: (description, JSON schema of the arguments); `tools/list` li
                       ["prompt"])),
 }
 
-# %% ../nbs/08b_server.ipynb #ee73d17d
+# %% ../nbs/08b_server.ipynb #6a892d92
 TOOLS.update({
  "insert": ("Remember new facts. A fact is one short, self-contained statement, e.g. \"the user's cat is named Miso\". Give one text, "
             "or a list of texts or of objects {text, id?, meta?}. Returns at once with the fact ids and a sequence number `seq`: the facts "
@@ -84,7 +84,7 @@ TOOLS.update({
                      "text": {"type": "string", "description": "the fact's new text"}}, ["id", "text"])),
  "build": ("Replace the whole knowledge base by these facts (a fresh build, applied by the background pass). Refused when the "
            "knowledge base already holds facts unless `replace` is true. To add a few facts use `insert` instead.",
-           _schema({"facts": {"type": "array", "items": _FACT, "description": "every fact of the new knowledge base"},
+           _schema({"facts": {"type": "array", "items": _FACT, "minItems": 1, "description": "every fact of the new knowledge base (at least one: `reset` deletes them all)"},
                     "replace": {"type": "boolean", "default": False, "description": "true to replace a knowledge base that holds facts"}},
                    ["facts"])),
 })
@@ -132,7 +132,7 @@ def _shown(v)->str:
     except (TypeError, ValueError, RecursionError): t = repr(v)
     return t if len(t) <= 40 else t[:39] + "…"
 
-# %% ../nbs/08b_server.ipynb #553c4740
+# %% ../nbs/08b_server.ipynb #3aad6884
 def fact_items(facts # one text, one {text, id?, meta?} object, or a list of them
               )->list:
     "The facts of an `insert`/`build` call as a list, validated by `setree.core.as_facts` (its messages). Raises `TypeError`, `ValueError`."
@@ -142,6 +142,14 @@ def fact_items(facts # one text, one {text, id?, meta?} object, or a list of the
     if bad is not None: raise TypeError(f"fact {bad}: expected a string or an object {{text, id?, meta?}}, got {_shown(items[bad])} ({json_type(items[bad])})")
     as_facts(items)
     return items
+
+def build_items(facts # the `facts` of a `build` call
+               )->list:
+    """`fact_items` of a list of at least one fact. Raises `TypeError` for one text or object (a build replaces every fact: its schema asks for a
+    list), `ValueError` for an empty list (deleting every fact is `reset`, which asks for `confirm`)."""
+    if isinstance(facts, (str, dict)): raise TypeError(f"build: facts must be a list of facts (it replaces every fact), got {_shown(facts)} ({json_type(facts)})")
+    if isinstance(facts, list) and not facts: raise ValueError("build: facts is empty; a build needs at least one fact (to delete every fact, use reset with confirm: true)")
+    return fact_items(facts)
 
 def _given_texts(facts # the facts of a call `fact_items` accepted (and the change took)
                 )->list[str]: # their texts, read without validating them again (0.24 s for 50,000 facts)
@@ -156,7 +164,7 @@ def fact_ids(ids # one fact id, or a list of them
     blank = next((i for i in items if isinstance(i, str) and is_blank(i)), None)
     if blank is not None: raise ValueError(f"fact id is blank: {blank!r:.60}")
 
-# %% ../nbs/08b_server.ipynb #74001502
+# %% ../nbs/08b_server.ipynb #52a183e7
 def _flag(name):
     def check(v):
         if not isinstance(v, bool): raise TypeError(f"{name} must be true or false, got {_shown(v)} ({json_type(v)})")
@@ -172,7 +180,7 @@ def _budget(v):
         raise TypeError(f"budget must be a positive integer number of tokens, got {_shown(v)} written as a decimal number ({v!r}); send it without a decimal point or exponent")
     check_budget(v)
 
-_CHECKS = {"retrieve": {"budget": _budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": fact_items, "replace": _flag("replace")},
+_CHECKS = {"retrieve": {"budget": _budget, "all_fact_ids": _flag("all_fact_ids")}, "insert": {"facts": fact_items}, "build": {"facts": build_items, "replace": _flag("replace")},
            "reset": {"confirm": _flag("confirm")}, "maintain": {"wait_seconds": _wait_seconds}, "forget": {"ids": fact_ids}}
 
 # %% ../nbs/08b_server.ipynb #735b93c6

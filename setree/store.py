@@ -950,7 +950,7 @@ def queue_state(self:Store)->dict:
     if self.version < 2: return dict(pending=0, queued_seq=0, applied_seq=0, last_pass=None, replaces=None)
     return self._txn(_queue_in, write=False)
 
-# %% ../nbs/07_store.ipynb #a05874bd
+# %% ../nbs/07_store.ipynb #1a06c0c7
 @patch
 def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an older snapshot (at most `timeout_s`)
               )->bool: # True when the log was emptied (False: a reader still used it; the next checkpoint or the last close empties it)
@@ -959,18 +959,19 @@ def checkpoint(self:Store, wait_s:float=1.0 # seconds to wait for readers of an 
     is committed already, so a pass does not stall for a slow reader. Raises `StoreError` read-only."""
     if self.readonly: raise StoreError(f"store {self.path} is open read-only")
     with self._lock:
-        self._con.execute(f"PRAGMA busy_timeout = {int(min(wait_s, self.timeout_s) * 1000)}")
-        try: busy, _, _ = self._con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        finally: self._con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
+        con = self.con   # (`StoreError` once closed)
+        con.execute(f"PRAGMA busy_timeout = {int(min(wait_s, self.timeout_s) * 1000)}")
+        try: busy, _, _ = con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally: con.execute(f"PRAGMA busy_timeout = {int(self.timeout_s * 1000)}")
     return not busy
 
-# %% ../nbs/07_store.ipynb #02dcd7f2
+# %% ../nbs/07_store.ipynb #25038ecf
 @patch
 def vacuum(self:Store)->None:
     "Rewrite the store file without unused space (SQLite `VACUUM`, through the write-ahead log; `checkpoint` then empties the log). Raises `StoreError` read-only, `StoreBusy` when another writer holds the store past `timeout_s`."
     if self.readonly: raise StoreError(f"store {self.path} is open read-only")
     with self._lock:
-        try: self._con.execute("VACUUM")
+        try: self.con.execute("VACUUM")   # (`StoreError` once closed)
         except sqlite3.DatabaseError as e: raise self._db_error(e) from e
 
 # %% ../nbs/07_store.ipynb #31a0ecd9

@@ -264,7 +264,9 @@ def test_every_json_line_gets_an_answer(tmp_path):
              (13, '{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":' + "[" * 400 + "]" * 400 + "}}}",
               -32602, "prompt must be a string, got an array"),
              (14, '{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"retrieve","arguments":{"prompt":"tea","budget":50,"budget":500}}}',
-              -32602, 'retrieve: "budget" given twice: give each key once')]                # JSON would keep the last value silently
+              -32602, 'retrieve: "budget" given twice: give each key once'),                 # JSON would keep the last value silently
+             (15, tool(15, "build", {"facts": [], "replace": True}), -32602, "build: facts is empty"),   # (before: every fact deleted, without reset's confirm)
+             (16, tool(16, "build", {"facts": "notalist", "replace": True}), -32602, "build: facts must be a list of facts")]
     for i, line, code, want in cases:
         m = r.ask(i, line)
         assert m["error"]["code"] == code and want in m["error"]["message"], (i, m)
