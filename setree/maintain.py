@@ -104,14 +104,17 @@ def _as_config(config)->tuple: # (a whole `Config` or None, {key: value} to chan
     if isinstance(config, dict): c = Config.from_dict(config); return None, {k: getattr(c, k) for k in config}
     raise TypeError(f"config must be a setree.build.Config or a dict of its keys, got {type(config).__name__}")
 
-# %% ../nbs/07b_maintain.ipynb #233ea566
+# %% ../nbs/07b_maintain.ipynb #48d43508
 class KnowledgeBase:
     "A living knowledge base over one SQLite store file: queued mutations, maintenance passes, reads of the last committed tree."
     def __init__(self, path, # store file; created when missing (unless create=False)
                  *, config=None, # `setree.build.Config` for builds and passes, or a dict of the keys to change in the stored one; None: the stored build config, else `Config()`
                  embedder=None, # shared embedder instance; None: loaded lazily once (`get_embedder()`), then reused
                  summarizer=None, # summarizer object (`setree.summarize`); None: extractive
-                 create:bool=True, readonly:bool=False, timeout_s:float=30.0):
+                 create:bool=True, # False: a missing store file is refused (`StoreError`), not created
+                 readonly:bool=False, # True: reads only (a change or a pass raises `StoreError`); the file may be read-only
+                 timeout_s:float=30.0, # seconds a change or pass waits for another writer or pass before `StoreBusy`
+                ):
         from setree.build import check_parts
         check_parts(embedder, summarizer)   # (a wrong part is a TypeError now, before any file is opened, not a failed pass later)
         self._w = Store(path, create=create, readonly=readonly, timeout_s=timeout_s)   # mutations and commits
