@@ -350,7 +350,7 @@ def _connect(p:Path, readonly:bool, timeout_s:float)->sqlite3.Connection:
                          f"open it once as a user who can write to {p.parent}, or copy the store and its -wal file to a writable directory and open the copy")
     return con("?mode=ro&immutable=1", stamp)   # no locks: every read checks the file has not changed since (`Store._txn`)
 
-# %% ../nbs/07_store.ipynb #220d601e
+# %% ../nbs/07_store.ipynb #f6531c7d
 class Store:
     "One setree knowledge base in one SQLite file (WAL mode). Thread-safe: one connection, one lock."
     def __init__(self, path, # file of the knowledge base (str or Path); canonicalized, see `.path`
@@ -359,6 +359,7 @@ class Store:
                  timeout_s:float=30.0, # seconds to wait for another connection's lock before `StoreBusy`
                  embedder_id:str|None=None, # if given, `check_embedder(embedder_id)` right after opening
                 ):
+        if str(path) == ":memory:": raise StoreError("':memory:' is SQLite's name for a database in memory, but a setree store is a file: give a path such as kb.db (a temporary folder for a throwaway one)")
         self.path, self.readonly, self.timeout_s = _canonical(path), readonly, _seconds(timeout_s, "timeout_s")
         self._lock, self._con, self.version = threading.RLock(), None, SCHEMA_VERSION
         self._empty_file = False   # an existing 0-byte file: refused in `_open` unless another process creates the store meanwhile
@@ -374,7 +375,7 @@ class Store:
             if not os.access(p, os.R_OK): raise StoreError(f"store file {p} is not readable (permission denied)")
             if not readonly and not os.access(p, os.W_OK): raise StoreError(f"store file {p} is not writable: a change needs write access to it (reading does not: readonly=True in the library; retrieve, stats, inspect or export on the command line)")
             if not readonly and not os.access(p.parent, os.W_OK):
-                raise StoreError(f"cannot write store {p}: its directory is not writable (SQLite keeps the store's -wal and -shm files next to it); reading does not need it: readonly=True in the library, retrieve, stats or inspect on the command line")
+                raise StoreError(f"cannot write store {p}: its directory is not writable (SQLite keeps the store's -wal and -shm files next to it); reading does not need it: readonly=True in the library; retrieve, stats, inspect or export on the command line")
             # The file is not opened here to read its header: closing any descriptor of a database file drops the POSIX locks
             # that this process's other SQLite connections hold on it, and two writers then corrupt it. SQLite refuses a foreign file itself.
             self._empty_file = not p.stat().st_size
