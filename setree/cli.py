@@ -24,7 +24,7 @@ class UsageError(Exception):
     "Bad input from the command line: reported as one line on stderr with exit code 2; `kind` names it in a `--json` error (`error_data`)."
     def __init__(self, msg:str, kind:str="usage"): super().__init__(msg); self.kind = kind
 
-# %% ../nbs/08_cli.ipynb #e2ddde1c
+# %% ../nbs/08_cli.ipynb #1171b10d
 def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines when its first non-blank line is a JSON object, else text)
               )->list:
     "Facts from a file, validated by `as_facts`. Raises `UsageError` for a missing/empty/malformed file (a `.jsonl` line's refusal in JSON's words, `in_json`), for the first bad line."
@@ -35,7 +35,7 @@ def read_facts(path:str, # a .txt or .jsonl file, or '-' for stdin (JSON lines w
     if kind not in (".jsonl", ".txt", ""): raise UsageError(f"{path}: unknown fact file type {kind!r}; use .txt (one fact per line) or .jsonl")
     try: numbered = _jsonl_items(text, path) if kind == ".jsonl" else _txt_items(text, path)
     except UsageError as e:   # a line that is no fact object: a fact refused on an earlier line is told first
-        if n := getattr(e, "line", None): _validated(_jsonl_items("\n".join(list(input_lines(text))[:n - 1]), path), path, kind)
+        _validated(getattr(e, "items", []), path, kind)
         raise
     if not numbered: raise UsageError(f"{path}: no facts in the {'input' if path == 'stdin' else 'file'}")
     return _validated(numbered, path, kind)
@@ -114,12 +114,12 @@ def _txt_items(text:str, path:str|None=None, # the file's name in the note on st
               f"{', '.join(map(str, hidden[:10]))}{' …' if len(hidden) > 10 else ''})", file=sys.stderr)
     return [(n, l) for n, l in lines if not is_blank(l)]
 
-# %% ../nbs/08_cli.ipynb #c355b2c1
+# %% ../nbs/08_cli.ipynb #43b9641e
 def _jsonl_items(text:str, path:str)->list[tuple[int, dict]]:
     """(line number, object) of a .jsonl file: one JSON object per line; a line that is not one is refused, naming it (the `UsageError`'s
-    `line`: `read_facts` first looks for a refusal among the lines before it, so that problems are told in line order)."""
+    `items`: the lines read before it, where `read_facts` first looks for a refusal, so that problems are told in line order)."""
     from setree.core import RepeatedKey, json_type, unique_keys
-    def bad(n, msg): e = UsageError(f"{path}: line {n}{msg}"); e.line = n; return e
+    def bad(n, msg): e = UsageError(f"{path}: line {n}{msg}"); e.items = items; return e
     items = []
     for n, line in enumerate(input_lines(text), 1):
         if not line.strip(): continue

@@ -1492,14 +1492,15 @@ def queue_state(self:KnowledgeBase)->dict:
     build or reset, which replaces every fact when a pass applies it: {seq, op, facts}, or None), read in one transaction; no tree check."""
     return self._r.queue_state()
 
-# %% ../nbs/07b_maintain.ipynb #9a9a4f07
+# %% ../nbs/07b_maintain.ipynb #cf32d520
 @patch
 def warm(self:KnowledgeBase)->int:
-    """Read every stored fact's phrases into this process's caches (`setree.summarize.prime`), ahead of its passes; returns the facts read.
-    Raises `StoreDamaged` as `tree()` does."""
+    """Read every stored fact's phrases into this process's caches (`setree.summarize.prime`), ahead of its passes, once per knowledge
+    base object; returns the facts read (0 after the first call: its passes read the facts they add). Raises `StoreDamaged` as `tree()` does."""
     from setree.summarize import prime
+    if getattr(self, "_warmed", False): return 0
     texts = [f.text for f in self.tree().facts]
-    prime(texts, counts=False)
+    prime(texts, counts=False); self._warmed = True
     return len(texts)
 
 # %% ../nbs/07b_maintain.ipynb #ad446150

@@ -132,11 +132,11 @@ def _shown(v)->str:
     except (TypeError, ValueError, RecursionError): t = repr(v)
     return t if len(t) <= 40 else t[:39] + "…"
 
-# %% ../nbs/08b_server.ipynb #3aad6884
+# %% ../nbs/08b_server.ipynb #640dca92
 def fact_items(facts # one text, one {text, id?, meta?} object, or a list of them
               )->list:
     "The facts of an `insert`/`build` call as a list, validated by `setree.core.as_facts` (its messages). Raises `TypeError`, `ValueError`."
-    items = [facts] if isinstance(facts, (str, dict)) else facts
+    items = _fact_list(facts)
     if not isinstance(items, list): raise TypeError(f"facts must be a text, an object {{text, id?, meta?}} or a list of them, got {_shown(facts)} ({json_type(facts)})")
     bad = next((i for i, x in enumerate(items) if not isinstance(x, (str, dict))), None)
     if bad is not None: raise TypeError(f"fact {bad}: expected a string or an object {{text, id?, meta?}}, got {_shown(items[bad])} ({json_type(items[bad])})")
@@ -151,9 +151,11 @@ def build_items(facts # the `facts` of a `build` call
     if isinstance(facts, list) and not facts: raise ValueError("build: facts is empty; a build needs at least one fact (to delete every fact, use reset with confirm: true)")
     return fact_items(facts)
 
+def _fact_list(facts): return [facts] if isinstance(facts, (str, dict)) else facts   # one fact is a list of one
+
 def _given_texts(facts # the facts of a call `fact_items` accepted (and the change took)
                 )->list[str]: # their texts, read without validating them again (0.24 s for 50,000 facts)
-    return [x if isinstance(x, str) else x["text"] for x in ([facts] if isinstance(facts, (str, dict)) else facts)]
+    return [x if isinstance(x, str) else x["text"] for x in _fact_list(facts)]
 
 # %% ../nbs/08b_server.ipynb #65260795
 def fact_ids(ids # one fact id, or a list of them
@@ -207,7 +209,7 @@ def check_arguments(name:str, # the tool's name
             except (TypeError, ValueError) as e: raise InvalidParams(in_json(str(e))) from None
     return args
 
-# %% ../nbs/08b_server.ipynb #9095178a
+# %% ../nbs/08b_server.ipynb #863974c4
 class Writer:
     "The single background thread that drains the knowledge base's queue: one pass after `quiet_s` without a new change."
     def __init__(self, kb, # a `setree.maintain.KnowledgeBase`
@@ -218,7 +220,7 @@ class Writer:
                 ):
         self.kb, self.quiet_s, self.poll_s = kb, float(quiet_s), float(poll_s)
         self.pending = pending or (lambda: int(kb.stats().get("pending", 0)))
-        self.run_pass, self._warm = run_pass or kb.maintain, run_pass is None   # (passes in this thread: it reads the facts' phrases first, `KnowledgeBase.warm`)
+        self.run_pass, self._warm = run_pass or kb.maintain, run_pass is None   # (_warm: passes run in this thread, which reads the facts' phrases after the first, `KnowledgeBase.warm`)
         self._cv = threading.Condition()
         self._dirty = None               # monotonic time of the last change not yet taken by a pass
         self._requested = self._served = 0   # explicit pass requests, and the last one a finished pass served
@@ -284,7 +286,7 @@ def _pending(self:Writer)->int:
     try: return self.pending()
     except Exception as e: logging.getLogger("setree.server").warning("cannot read the queue: %s", e); return 0
 
-# %% ../nbs/08b_server.ipynb #1114d180
+# %% ../nbs/08b_server.ipynb #ad83a8b2
 @patch
 def _run(self:Writer):
     log = logging.getLogger("setree.server")
@@ -310,8 +312,7 @@ def _run(self:Writer):
                 log.warning("maintenance pass failed (attempt %d, retry in %.0f s): %s", self.failures, min(60.0, 2.0 ** (self.failures - 1)), error)
             else: self.failures = 0
             self._cv.notify_all()
-        if self._warm and not error and not self._stop and (warm := getattr(self.kb, "warm", None)):   # after the first pass: every fact's phrases, read once for the passes to come
-            self._warm = False
+        if self._warm and not error and not self._stop and (warm := getattr(self.kb, "warm", None)):   # after a pass: every fact's phrases, once (`KnowledgeBase.warm`)
             try: warm()
             except Exception as e: log.info("facts not read ahead of the passes: %s", e)
 
@@ -323,7 +324,7 @@ def stop(self:Writer, drain_s:float=0.0 # seconds to let queued changes be appli
     if drain_s > 0 and (self._dirty is not None or self.running_since is not None): self.wait(self.request(), drain_s)
     with self._cv: self._stop = True; self._cv.notify_all()
 
-# %% ../nbs/08b_server.ipynb #7212a044
+# %% ../nbs/08b_server.ipynb #58074c4f
 def _pass_worker(conn, path:str, spec:dict):
     "Body of the worker process: open the knowledge base once, then one pass per request until a None request. Ignores Ctrl-C (SIGINT): the parent stops it."
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -340,16 +341,13 @@ def _pass_worker(conn, path:str, spec:dict):
     cfg = dict(spec["config"]) if spec.get("config") else None   # the config file's keys, over the stored config (as `KnowledgeBase` reads a dict)
     with KnowledgeBase(path, config=cfg, embedder=emb, summarizer=summ) as kb:
         conn.send(("ready", os.getpid()))
-        warm = True
         try:
             while conn.recv() is not None:
                 try: conn.send(("ok", kb.maintain()))
                 except StoreDamaged as e: conn.send(("damaged", str(e)))
                 except Exception as e: conn.send(("error", f"{type(e).__name__}: {e}"))
-                if warm:   # after the first pass has answered (its tree is loaded): every fact's phrases, read once for the passes to come
-                    warm = False
-                    try: kb.warm()
-                    except Exception: pass   # (a damaged store: the next pass says so)
+                try: kb.warm()   # after the first pass has answered (its tree loaded): every fact's phrases, once (later calls do nothing)
+                except Exception: pass   # (a damaged store: the next pass says so)
         except (EOFError, OSError): pass   # the server is gone (killed): no one to answer; a pass commits all or nothing
 
 # %% ../nbs/08b_server.ipynb #6e0756ec
